@@ -1,0 +1,43 @@
+# ratelimit: PGXS build, plus the project's own targets.
+#
+#   make run    build, install into ./tmp, start a throwaway cluster, run the demo
+#   make test   the same cluster, every test suite, then stop; non-zero on failure
+#
+# Packagers: plain `make && make install` (PG_CONFIG=...) builds against any
+# pg_config, and `make installcheck` runs the regression suites against a
+# server that is already running.
+
+EXTENSION = ratelimit
+MODULE_big = ratelimit
+OBJS = src/algebra.o src/clock.o src/functions.o src/policy.o src/storage.o
+DATA = ratelimit--1.0.sql
+PGFILEDESC = "ratelimit - transactional rate limits"
+
+REGRESS = define limit fixed_window reserve keys errors transactions privileges
+REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
+
+# No JIT bitcode: it would make clang a build dependency for no gain.
+override with_llvm = no
+
+PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# Warnings CI builds with; not forced on packagers.
+STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wno-missing-field-initializers -Wno-sign-compare
+
+.PHONY: run test unit
+run:
+	test/run-demo.sh
+
+test:
+	test/run-tests.sh
+
+unit: test/unit/test_algebra
+	test/unit/test_algebra
+
+test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c -lm
+
+EXTRA_CLEAN = test/unit/test_algebra results regression.diffs regression.out

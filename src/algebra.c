@@ -1,0 +1,325 @@
+/*-------------------------------------------------------------------------
+ *
+ * algebra.c
+ *	  Token-bucket and fixed-window arithmetic on two numbers per limit.
+ *
+ * A limit's state is (value, ts).  Token bucket: tokens flow in
+ * continuously at rate/period, up to capacity; ts is when value was last
+ * brought forward.  Fixed window: rate tokens arrive at each window start
+ * origin + k * period, up to capacity; ts is the start of the window value
+ * belongs to.  A call subtracts count from the brought-forward value; it is
+ * granted when the result stays at or above zero (or above -max_reserved
+ * when reserving).  Every wait reported is the first microsecond at which
+ * the same arithmetic says yes, found by a closed form and then confirmed
+ * by re-running the refill, so floating-point rounding can never make a
+ * retry at retry_after fail.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "algebra.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The SQL name of a kind, as stored in the definitions table. */
+const char *
+rl_kind_name(RlKind kind)
+{
+	return kind == RL_TOKEN_BUCKET ? "token bucket" : "fixed window";
+}
+
+/* Parse a kind's SQL name; false when it names no kind. */
+bool
+rl_kind_parse(const char *name, RlKind *kind)
+{
+	if (strcmp(name, "token bucket") == 0)
+		*kind = RL_TOKEN_BUCKET;
+	else if (strcmp(name, "fixed window") == 0)
+		*kind = RL_FIXED_WINDOW;
+	else
+		return false;
+	return true;
+}
+
+/* True when x is a finite amount within [lo, RL_MAX_AMOUNT]. */
+static bool
+amount_in_range(double x, double lo, bool lo_inclusive)
+{
+	if (!isfinite(x) || x > RL_MAX_AMOUNT)
+		return false;
+	return lo_inclusive ? x >= lo : x > lo;
+}
+
+/* What is wrong with a policy, as an error message, or NULL if nothing. */
+const char *
+rl_policy_problem(const RlPolicy *policy)
+{
+	if (!amount_in_range(policy->rate, 0, false))
+		return "rate must be a finite number greater than zero and at most 1e15";
+	if (policy->period <= 0 || policy->period > RL_MAX_PERIOD)
+		return "period must be greater than zero and at most 100 years";
+	if (!amount_in_range(policy->capacity, 0, true))
+		return "capacity must be a finite number between zero and 1e15";
+	if (policy->has_max_reserved &&
+		!amount_in_range(policy->max_reserved, 0, true))
+		return "max_reserved must be a finite number between zero and 1e15";
+	if (policy->shards < 1 || policy->shards > RL_MAX_SHARDS)
+		return "shards must be between 1 and 1024";
+	if (policy->has_start && policy->kind != RL_FIXED_WINDOW)
+		return "start applies only to fixed window limits";
+	return NULL;
+}
+
+/*
+ * What is wrong with a count for this (valid) policy, or NULL.  A count the
+ * limit can never grant is an error rather than an endless stream of
+ * retry_afters.
+ */
+const char *
+rl_count_problem(const RlPolicy *policy, double count, bool reserve)
+{
+	if (!amount_in_range(count, 0, false))
+		return "count must be a finite number greater than zero and at most 1e15";
+	if (!reserve && count > policy->capacity)
+		return "count exceeds the capacity of the limit";
+	if (reserve && policy->has_max_reserved &&
+		count > policy->capacity + policy->max_reserved)
+		return "count exceeds the capacity plus max_reserved of the limit";
+	return NULL;
+}
+
+/* The policy each of a limit's shards enforces: an even split. */
+RlPolicy
+rl_policy_shard(const RlPolicy *policy)
+{
+	RlPolicy	shard = *policy;
+
+	shard.rate /= policy->shards;
+	shard.capacity /= policy->shards;
+	shard.max_reserved /= policy->shards;
+	return shard;
+}
+
+/* Floor modulo: the result is in [0, m) for m > 0. */
+static int64_t
+floor_mod(int64_t a, int64_t m)
+{
+	int64_t		r = a % m;
+
+	return r < 0 ? r + m : r;
+}
+
+/* 64-bit FNV-1a over a byte range, continuing from h. */
+static uint64_t
+fnv1a(uint64_t h, const char *data, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+	{
+		h ^= (unsigned char) data[i];
+		h *= UINT64_C(1099511628211);
+	}
+	return h;
+}
+
+/*
+ * A time at which one of this limit's windows starts.  With no configured
+ * start the phase is a hash of (name, key), fixed forever, so keys spread
+ * their window starts over the period and a reset never moves them.  The
+ * NULL key hashes differently from every text key, the empty one included.
+ */
+int64_t
+rl_window_origin(const RlPolicy *policy, const char *name, size_t name_len,
+				 const char *key, size_t key_len, bool key_is_null)
+{
+	uint64_t	h = UINT64_C(14695981039346656037);
+	char		tag = key_is_null ? 'N' : 'K';
+
+	if (policy->has_start)
+		return floor_mod(policy->start, policy->period);
+	h = fnv1a(h, name, name_len);
+	h = fnv1a(h, "\0", 1);
+	h = fnv1a(h, &tag, 1);
+	if (!key_is_null)
+		h = fnv1a(h, key, key_len);
+	return (int64_t) (h % (uint64_t) policy->period);
+}
+
+/* The start of the window that contains t. */
+int64_t
+rl_window_start(int64_t t, int64_t origin, int64_t period)
+{
+	/* origin is reduced into [0, period) so t - origin cannot overflow */
+	origin = floor_mod(origin, period);
+	return t - floor_mod(t - origin, period);
+}
+
+/* The state of a key never seen before: a full bucket. */
+RlState
+rl_initial_state(const RlPolicy *policy, int64_t origin, int64_t now)
+{
+	RlState		state;
+
+	state.value = policy->capacity;
+	state.ts = policy->kind == RL_TOKEN_BUCKET ? now :
+		rl_window_start(now, origin, policy->period);
+	return state;
+}
+
+/*
+ * Bring a state forward to now without consuming.  A clock that reads
+ * earlier than ts adds nothing and never moves ts backwards.
+ */
+RlState
+rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
+{
+	RlState		out = state;
+
+	if (policy->kind == RL_TOKEN_BUCKET)
+	{
+		if (now > state.ts)
+		{
+			double		elapsed = (double) now - (double) state.ts;
+
+			out.value = state.value + elapsed * policy->rate / policy->period;
+			out.ts = now;
+		}
+	}
+	else
+	{
+		int64_t		from = rl_window_start(state.ts, origin, policy->period);
+		int64_t		to = rl_window_start(now, origin, policy->period);
+
+		if (to > from)
+		{
+			double		windows = (double) ((to - from) / policy->period);
+
+			out.value = state.value + windows * policy->rate;
+			out.ts = to;
+		}
+	}
+	out.value = fmin(out.value, policy->capacity);
+	return out;
+}
+
+/*
+ * How long from now until state, left alone, holds at least target tokens
+ * (target <= capacity).  RL_WAIT_TOO_LONG when that is past RL_MAX_WAIT.
+ */
+static RlStatus
+wait_for(const RlPolicy *policy, int64_t origin, RlState state,
+		 double target, int64_t now, int64_t *wait)
+{
+	double		missing = target - state.value;
+	int64_t		base;
+	int64_t		step;
+	int64_t		t;
+	double		guess;
+
+	if (missing <= 0)
+	{
+		*wait = 0;
+		return RL_DECIDED;
+	}
+	if (policy->kind == RL_TOKEN_BUCKET)
+	{
+		base = state.ts;
+		step = 1;
+		guess = ceil(missing * (double) policy->period / policy->rate);
+	}
+	else
+	{
+		base = rl_window_start(state.ts, origin, policy->period);
+		step = policy->period;
+		guess = ceil(missing / policy->rate) * (double) policy->period;
+	}
+	if (!(guess <= (double) RL_MAX_WAIT))
+		return RL_WAIT_TOO_LONG;
+	t = base + (int64_t) guess;
+
+	/*
+	 * The closed form can land a rounding error off; let the refill itself
+	 * decide.  Step forward until it agrees (growing steps bound the loop
+	 * even where a microsecond is below the precision of the arithmetic),
+	 * then back while the step before still agrees.
+	 */
+	while (rl_refill(policy, origin, state, t).value < target)
+	{
+		t += step;
+		if (policy->kind == RL_TOKEN_BUCKET)
+			step *= 2;
+		if (t - now > RL_MAX_WAIT)
+			return RL_WAIT_TOO_LONG;
+	}
+	step = policy->kind == RL_TOKEN_BUCKET ? 1 : policy->period;
+	for (int i = 0; i < 4 && t - step > base &&
+		 rl_refill(policy, origin, state, t - step).value >= target; i++)
+		t -= step;
+	*wait = t > now ? t - now : 0;
+	if (*wait > RL_MAX_WAIT)
+		return RL_WAIT_TOO_LONG;
+	return RL_DECIDED;
+}
+
+/*
+ * Decide a call of count tokens at time now against state (NULL for a key
+ * with no stored state).  The policy and count must have passed
+ * rl_policy_problem and rl_count_problem.
+ */
+RlStatus
+rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
+		  int64_t now, double count, bool reserve, RlDecision *decision)
+{
+	RlState		current;
+	RlState		after;
+	RlStatus	status;
+
+	current = state ? rl_refill(policy, origin, *state, now) :
+		rl_initial_state(policy, origin, now);
+	after.value = current.value - count;
+	after.ts = current.ts;
+
+	if (after.value >= 0)
+		decision->ok = true;
+	else if (!reserve)
+		decision->ok = false;
+	else
+		decision->ok = !policy->has_max_reserved ||
+			after.value >= -policy->max_reserved;
+
+	decision->state = after;
+	decision->has_retry = after.value < 0;
+	decision->retry_after = 0;
+	if (decision->ok)
+	{
+		decision->remaining = after.value;
+		/* a reservation: run the work once the deficit is paid back */
+		if (decision->has_retry)
+		{
+			status = wait_for(policy, origin, after, 0, now,
+							  &decision->retry_after);
+			if (status != RL_DECIDED)
+				return status;
+		}
+	}
+	else
+	{
+		double		floor_value = reserve ? -policy->max_reserved : 0;
+
+		/*
+		 * Nothing is written, so a retry refills from the stored state:
+		 * measure the wait from there, not from the rounded current value.
+		 */
+		decision->remaining = current.value;
+		status = wait_for(policy, origin, state ? *state : current,
+						  count + floor_value, now, &decision->retry_after);
+		if (status != RL_DECIDED)
+			return status;
+	}
+
+	if (policy->kind == RL_TOKEN_BUCKET)
+		return wait_for(policy, origin, decision->ok ? after : current,
+						policy->capacity, now, &decision->reset_after);
+	decision->reset_after =
+		rl_window_start(now, origin, policy->period) + policy->period - now;
+	return RL_DECIDED;
+}

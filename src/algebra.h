@@ -1,0 +1,92 @@
+/*-------------------------------------------------------------------------
+ *
+ * algebra.h
+ *	  The rate-limit algebra: two stored numbers (value, ts), a policy and
+ *	  the time in, a decision and the next state out.
+ *
+ * Nothing here includes a PostgreSQL header or reads a clock: every
+ * function is pure, so test/unit can check it against hand-made vectors.
+ * Times are microseconds on any fixed epoch (the SQL layer uses
+ * PostgreSQL's TimestampTz); durations are microseconds too.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef RATELIMIT_ALGEBRA_H
+#define RATELIMIT_ALGEBRA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bounds documented in the README; each keeps the integer time math exact. */
+#define RL_USECS_PER_SEC	INT64_C(1000000)
+#define RL_USECS_PER_DAY	(INT64_C(86400) * RL_USECS_PER_SEC)
+#define RL_MAX_PERIOD		(INT64_C(36525) * RL_USECS_PER_DAY) /* 100 years */
+#define RL_MAX_WAIT			(INT64_C(365250) * RL_USECS_PER_DAY)	/* 1000 years */
+#define RL_MAX_AMOUNT		1e15	/* rate, capacity, max_reserved, count */
+#define RL_MAX_SHARDS		1024
+
+typedef enum RlKind
+{
+	RL_TOKEN_BUCKET,
+	RL_FIXED_WINDOW
+} RlKind;
+
+typedef struct RlPolicy
+{
+	RlKind		kind;
+	double		rate;			/* tokens added per period */
+	int64_t		period;			/* microseconds */
+	double		capacity;		/* most tokens ever held */
+	bool		has_max_reserved;	/* false: reservations are unbounded */
+	double		max_reserved;	/* deepest the value may go below zero */
+	int			shards;
+	bool		has_start;		/* false: window phase comes from a hash */
+	int64_t		start;			/* a window start (fixed window only) */
+} RlPolicy;
+
+/* The two numbers stored per (name, key, shard). */
+typedef struct RlState
+{
+	double		value;
+	int64_t		ts;
+} RlState;
+
+typedef enum RlStatus
+{
+	RL_DECIDED,					/* the decision fields are valid */
+	RL_WAIT_TOO_LONG			/* an answer would exceed RL_MAX_WAIT */
+} RlStatus;
+
+typedef struct RlDecision
+{
+	bool		ok;				/* granted (the state must be written) */
+	bool		has_retry;		/* retry_after is meaningful */
+	int64_t		retry_after;	/* when to retry, or to run reserved work */
+	double		remaining;		/* tokens left after this call */
+	int64_t		reset_after;	/* until full (bucket) / next window */
+	RlState		state;			/* the state to store when ok */
+} RlDecision;
+
+extern const char *rl_kind_name(RlKind kind);
+extern bool rl_kind_parse(const char *name, RlKind *kind);
+
+extern const char *rl_policy_problem(const RlPolicy *policy);
+extern const char *rl_count_problem(const RlPolicy *policy, double count,
+									bool reserve);
+extern RlPolicy rl_policy_shard(const RlPolicy *policy);
+
+extern int64_t rl_window_origin(const RlPolicy *policy, const char *name,
+								size_t name_len, const char *key,
+								size_t key_len, bool key_is_null);
+extern int64_t rl_window_start(int64_t t, int64_t origin, int64_t period);
+
+extern RlState rl_initial_state(const RlPolicy *policy, int64_t origin,
+								int64_t now);
+extern RlState rl_refill(const RlPolicy *policy, int64_t origin,
+						 RlState state, int64_t now);
+extern RlStatus rl_decide(const RlPolicy *policy, int64_t origin,
+						  const RlState *state, int64_t now, double count,
+						  bool reserve, RlDecision *decision);
+
+#endif							/* RATELIMIT_ALGEBRA_H */

@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * clock.c
+ *	  The server clock, or the time pinned by ratelimit.now_override.
+ *
+ * Callers read the clock after their row lock is held, so the time a
+ * decision uses is never older than the state it decides on.  The real
+ * clock is the wall clock at the moment of the call (not the transaction
+ * start time), so a long transaction sees tokens refill.
+ *
+ * ratelimit.now_override is PGC_SUSET: only a superuser can pin the clock,
+ * since a pinned clock lets a session refill or starve any limit.  Its
+ * value is parsed once, in the check hook, without throwing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "clock.h"
+#include "compat.h"
+
+static char *now_override_string = NULL;
+static bool now_override_set = false;
+static TimestampTz now_override_value = 0;
+
+/* Accept '' (the real clock) or a finite timestamptz literal. */
+static bool
+check_now_override(char **newval, void **extra, GucSource source)
+{
+	char		workbuf[MAXDATELEN + MAXDATEFIELDS];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	int			tz;
+	struct pg_tm tt;
+	fsec_t		fsec;
+	TimestampTz result;
+	TimestampTz *parsed;
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	if (strlen(*newval) > MAXDATELEN ||
+		ParseDateTime(*newval, workbuf, sizeof(workbuf), field, ftype,
+					  MAXDATEFIELDS, &nf) != 0 ||
+		compat_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz) != 0 ||
+		dtype != DTK_DATE ||
+		tm2timestamp(&tt, fsec, &tz, &result) != 0 ||
+		!IS_VALID_TIMESTAMP(result))
+	{
+		GUC_check_errdetail("The value must be empty or a finite timestamp with time zone.");
+		return false;
+	}
+	parsed = malloc(sizeof(TimestampTz));
+	if (parsed == NULL)
+		return false;
+	*parsed = result;
+	*extra = parsed;
+	return true;
+}
+
+/* Install the value check_now_override parsed. */
+static void
+assign_now_override(const char *newval, void *extra)
+{
+	now_override_set = extra != NULL;
+	now_override_value = extra ? *(TimestampTz *) extra : 0;
+}
+
+/* Define the extension's settings; called from _PG_init. */
+void
+rl_clock_init(void)
+{
+	DefineCustomStringVariable("ratelimit.now_override",
+							   "Pins the time rate limits are computed at.",
+							   "Empty means the real server clock. For deterministic tests only.",
+							   &now_override_string,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_now_override,
+							   assign_now_override,
+							   NULL);
+	MarkGUCPrefixReserved("ratelimit");
+}
+
+/* The time decisions are made at. */
+TimestampTz
+rl_clock_now(void)
+{
+	return now_override_set ? now_override_value : GetCurrentTimestamp();
+}

@@ -1,0 +1,158 @@
+/*-------------------------------------------------------------------------
+ *
+ * policy.c
+ *	  Turning SQL values into a checked RlPolicy, with errors worded for
+ *	  the user who typed them.
+ *
+ * Whatever the source (rl_define's arguments, a row of rl_definitions, an
+ * inline rl_policy value a caller built with ROW(...)), it passes through
+ * rl_policy_from_values, so no unchecked policy ever reaches the algebra.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "policy.h"
+
+/* Days per month and year, as extract(epoch from interval) counts them. */
+#define RL_DAYS_PER_MONTH	30.0
+#define RL_DAYS_PER_YEAR	365.25
+
+static const char *const policy_column_names[RL_POLICY_NATTS] = {
+	"kind", "rate", "period", "capacity", "max_reserved", "shards", "start"
+};
+
+/*
+ * An interval's length in microseconds, counting months as 30 days (as
+ * extract(epoch from ...) does); a double, so huge intervals cannot wrap.
+ */
+static double
+interval_usecs(const Interval *span)
+{
+	return (double) span->time +
+		(double) span->day * USECS_PER_DAY +
+		(double) span->month * RL_DAYS_PER_MONTH * USECS_PER_DAY;
+}
+
+/* A duration in microseconds as an interval of hours, minutes, seconds. */
+Interval *
+rl_usecs_to_interval(int64 usecs)
+{
+	Interval   *span = palloc0(sizeof(Interval));
+
+	span->time = usecs;
+	return span;
+}
+
+/* Raise the error for a required policy column that is NULL. */
+static void
+require_column(bool *nulls, int column)
+{
+	if (nulls[column])
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", policy_column_names[column])));
+}
+
+/*
+ * Replace the NULLs that have defaults (capacity = rate, shards = 1) so a
+ * stored or returned policy says what it enforces.
+ */
+void
+rl_policy_fill_defaults(Datum *values, bool *nulls)
+{
+	if (nulls[RL_POLICY_CAPACITY] && !nulls[RL_POLICY_RATE])
+	{
+		values[RL_POLICY_CAPACITY] = values[RL_POLICY_RATE];
+		nulls[RL_POLICY_CAPACITY] = false;
+	}
+	if (nulls[RL_POLICY_SHARDS])
+	{
+		values[RL_POLICY_SHARDS] = Int32GetDatum(1);
+		nulls[RL_POLICY_SHARDS] = false;
+	}
+}
+
+/*
+ * Check the seven policy columns and convert them; any problem is an
+ * ERROR naming the column.  Defaults must already be filled in.
+ */
+void
+rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
+{
+	char	   *kind;
+	double		period;
+	const char *problem;
+
+	require_column(nulls, RL_POLICY_KIND);
+	require_column(nulls, RL_POLICY_RATE);
+	require_column(nulls, RL_POLICY_PERIOD);
+	require_column(nulls, RL_POLICY_CAPACITY);
+	require_column(nulls, RL_POLICY_SHARDS);
+
+	kind = TextDatumGetCString(values[RL_POLICY_KIND]);
+	if (!rl_kind_parse(kind, &policy->kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid rate limit kind \"%s\"", kind),
+				 errhint("The kind is \"token bucket\" or \"fixed window\".")));
+
+	period = interval_usecs(DatumGetIntervalP(values[RL_POLICY_PERIOD]));
+	policy->rate = DatumGetFloat8(values[RL_POLICY_RATE]);
+	policy->period = (period > 0 && period <= (double) RL_MAX_PERIOD) ?
+		(int64) period : 0;
+	policy->capacity = DatumGetFloat8(values[RL_POLICY_CAPACITY]);
+	policy->has_max_reserved = !nulls[RL_POLICY_MAX_RESERVED];
+	policy->max_reserved = policy->has_max_reserved ?
+		DatumGetFloat8(values[RL_POLICY_MAX_RESERVED]) : 0;
+	policy->shards = DatumGetInt32(values[RL_POLICY_SHARDS]);
+	policy->has_start = !nulls[RL_POLICY_START];
+	policy->start = 0;
+	if (policy->has_start)
+	{
+		TimestampTz start = DatumGetTimestampTz(values[RL_POLICY_START]);
+
+		if (TIMESTAMP_NOT_FINITE(start))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("start must be a finite timestamp")));
+		policy->start = start;
+	}
+
+	problem = rl_policy_problem(policy);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem)));
+}
+
+/* Check and convert an inline policy, a value of type rl_policy. */
+void
+rl_policy_from_composite(HeapTupleHeader tuple, RlPolicy *policy)
+{
+	Oid			typid = HeapTupleHeaderGetTypeId(tuple);
+	int32		typmod = HeapTupleHeaderGetTypMod(tuple);
+	TupleDesc	desc = lookup_rowtype_tupdesc(typid, typmod);
+	HeapTupleData tmp;
+	Datum		values[RL_POLICY_NATTS];
+	bool		nulls[RL_POLICY_NATTS];
+
+	if (desc->natts != RL_POLICY_NATTS)
+		elog(ERROR, "rl_policy has %d columns, expected %d",
+			 desc->natts, RL_POLICY_NATTS);
+	tmp.t_len = HeapTupleHeaderGetDatumLength(tuple);
+	ItemPointerSetInvalid(&tmp.t_self);
+	tmp.t_tableOid = InvalidOid;
+	tmp.t_data = tuple;
+	heap_deform_tuple(&tmp, desc, values, nulls);
+	ReleaseTupleDesc(desc);
+
+	rl_policy_fill_defaults(values, nulls);
+	rl_policy_from_values(values, nulls, policy);
+}

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * policy.h
+ *	  A policy as SQL sees it: the seven columns of type rl_policy, which
+ *	  are also the columns of rl_definitions after name and the arguments
+ *	  of rl_define after name.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef RATELIMIT_POLICY_H
+#define RATELIMIT_POLICY_H
+
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+#include "algebra.h"
+
+/* Column positions of type rl_policy (and of rl_definitions after name). */
+#define RL_POLICY_KIND			0
+#define RL_POLICY_RATE			1
+#define RL_POLICY_PERIOD		2
+#define RL_POLICY_CAPACITY		3
+#define RL_POLICY_MAX_RESERVED	4
+#define RL_POLICY_SHARDS		5
+#define RL_POLICY_START			6
+#define RL_POLICY_NATTS			7
+
+extern void rl_policy_from_values(Datum *values, bool *nulls,
+								  RlPolicy *policy);
+extern void rl_policy_fill_defaults(Datum *values, bool *nulls);
+extern void rl_policy_from_composite(HeapTupleHeader tuple, RlPolicy *policy);
+extern Interval *rl_usecs_to_interval(int64 usecs);
+
+#endif							/* RATELIMIT_POLICY_H */

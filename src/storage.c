@@ -1,0 +1,350 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage.c
+ *	  Reading and writing rl_definitions and rate_limits through SPI.
+ *
+ * Locking protocol.  A consuming call locks its state row with SELECT ...
+ * FOR UPDATE inside the caller's transaction and then updates that row
+ * version by ctid, so the row lock is held until the caller commits or
+ * rolls back (a rollback, or a rollback to a savepoint, restores the
+ * tokens).  Under READ COMMITTED a caller that waited on the lock sees the
+ * newest committed version; under REPEATABLE READ and SERIALIZABLE the
+ * executor raises SQLSTATE 40001 instead, as for any FOR UPDATE.
+ *
+ * A key with no row is inserted with INSERT ... ON CONFLICT DO NOTHING.
+ * When two sessions race to create the same key, the loser's insert waits
+ * for the winner, inserts nothing, and the caller goes back to locking the
+ * winner's row, so nobody ever starts from a second full bucket.
+ *
+ * Reads for rl_check and rl_value take no lock.
+ *
+ * Every statement names the extension's own schema and operators
+ * explicitly and takes names and keys as parameters, so the caller's
+ * search_path cannot change what runs.  Plans are prepared once per
+ * backend and schema and kept.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "policy.h"
+#include "storage.h"
+
+typedef enum RlPlanId
+{
+	PLAN_GET_DEFINITION,
+	PLAN_PUT_DEFINITION,
+	PLAN_DELETE_DEFINITION,
+	PLAN_READ,
+	PLAN_LOCK,
+	PLAN_INSERT,
+	PLAN_UPDATE,
+	PLAN_DELETE_KEY,
+	PLAN_DELETE_NAME,
+	PLAN_COUNT
+} RlPlanId;
+
+typedef struct RlPlanSpec
+{
+	const char *sql;			/* %s stands for the quoted schema name */
+	int			nargs;
+	Oid			argtypes[8];
+} RlPlanSpec;
+
+#define EQ " OPERATOR(pg_catalog.=) "
+#define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
+
+static const RlPlanSpec plan_specs[PLAN_COUNT] = {
+	[PLAN_GET_DEFINITION] = {
+		"SELECT kind, rate, period, capacity, max_reserved, shards, start"
+		" FROM %s.rl_definitions WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
+	[PLAN_PUT_DEFINITION] = {
+		"INSERT INTO %s.rl_definitions AS d"
+		" (name, kind, rate, period, capacity, max_reserved, shards, start)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
+		" rate = excluded.rate, period = excluded.period,"
+		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
+		" shards = excluded.shards, start = excluded.start",
+		8, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
+		INT4OID, TIMESTAMPTZOID}
+	},
+	[PLAN_DELETE_DEFINITION] = {
+		"DELETE FROM %s.rl_definitions WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
+	[PLAN_READ] = {
+		"SELECT value, ts FROM %s.rate_limits WHERE " ROW_MATCH,
+		3, {TEXTOID, TEXTOID, INT2OID}
+	},
+	[PLAN_LOCK] = {
+		"SELECT value, ts, ctid FROM %s.rate_limits WHERE " ROW_MATCH
+		" FOR UPDATE",
+		3, {TEXTOID, TEXTOID, INT2OID}
+	},
+	[PLAN_INSERT] = {
+		"INSERT INTO %s.rate_limits (name, key, shard, value, ts)"
+		" VALUES ($1, $2, $3, $4, $5)"
+		" ON CONFLICT (name, key, shard) DO NOTHING",
+		5, {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID}
+	},
+	[PLAN_UPDATE] = {
+		"UPDATE %s.rate_limits SET value = $1, ts = $2"
+		" WHERE ctid" EQ "$3",
+		3, {FLOAT8OID, TIMESTAMPTZOID, TIDOID}
+	},
+	[PLAN_DELETE_KEY] = {
+		"DELETE FROM %s.rate_limits WHERE name" EQ "$1 AND key" EQ "$2",
+		2, {TEXTOID, TEXTOID}
+	},
+	[PLAN_DELETE_NAME] = {
+		"DELETE FROM %s.rate_limits WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
+};
+
+static SPIPlanPtr plans[PLAN_COUNT];
+static Oid	plans_nspid = InvalidOid;
+
+/* Prepare (once per backend and schema) the plans for schema nspid. */
+static void
+prepare_plans(Oid nspid)
+{
+	char	   *nspname;
+	const char *quoted;
+
+	if (plans_nspid == nspid)
+		return;
+	nspname = get_namespace_name(nspid);
+	if (nspname == NULL)
+		elog(ERROR, "cache lookup failed for namespace %u", nspid);
+	quoted = quote_identifier(nspname);
+
+	for (int i = 0; i < PLAN_COUNT; i++)
+	{
+		StringInfoData sql;
+		SPIPlanPtr	plan;
+
+		if (plans[i])
+		{
+			SPI_freeplan(plans[i]);
+			plans[i] = NULL;
+		}
+		initStringInfo(&sql);
+		appendStringInfo(&sql, plan_specs[i].sql, quoted);
+		plan = SPI_prepare(sql.data, plan_specs[i].nargs,
+						   (Oid *) plan_specs[i].argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql.data, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		plans[i] = plan;
+		pfree(sql.data);
+	}
+	plans_nspid = nspid;
+}
+
+/* Open SPI for a run of storage calls on the tables of schema nspid. */
+void
+rl_storage_begin(Oid nspid)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	prepare_plans(nspid);
+}
+
+/* Close what rl_storage_begin opened. */
+void
+rl_storage_end(void)
+{
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+}
+
+/* Run a kept plan; raise on any result but the expected one. */
+static void
+run_plan(RlPlanId id, Datum *values, const char *nulls, bool read_only,
+		 int expected)
+{
+	int			rc = SPI_execute_plan(plans[id], values, nulls, read_only, 0);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_plan failed for plan %d: %s",
+			 (int) id, SPI_result_code_string(rc));
+}
+
+/* Fetch column col of row 0 of the last result; false when it is NULL. */
+static bool
+result_column(int col, Datum *value)
+{
+	bool		isnull;
+
+	*value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+						   col, &isnull);
+	return !isnull;
+}
+
+/*
+ * Read the two numbers of the single result row.  A row someone edited by
+ * hand into NaN or infinity would poison every later answer: refuse it.
+ */
+static void
+result_state(RlState *state)
+{
+	Datum		value;
+	Datum		ts;
+
+	if (!result_column(1, &value) || !result_column(2, &ts))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("rate limit state row has a NULL value or ts")));
+	state->value = DatumGetFloat8(value);
+	state->ts = DatumGetTimestampTz(ts);
+	if (isnan(state->value) || isinf(state->value) ||
+		TIMESTAMP_NOT_FINITE(state->ts))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("rate limit state row holds a non-finite value or ts")));
+}
+
+/* Find a definition; false when the name has none. */
+bool
+rl_storage_get_definition(text *name, RlPolicy *policy)
+{
+	Datum		args[1] = {PointerGetDatum(name)};
+	Datum		values[RL_POLICY_NATTS];
+	bool		nulls[RL_POLICY_NATTS];
+
+	run_plan(PLAN_GET_DEFINITION, args, NULL, true, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	for (int i = 0; i < RL_POLICY_NATTS; i++)
+		nulls[i] = !result_column(i + 1, &values[i]);
+	rl_policy_from_values(values, nulls, policy);
+	return true;
+}
+
+/* Create or replace a definition from checked rl_policy column values. */
+void
+rl_storage_put_definition(text *name, Datum *values, bool *nulls)
+{
+	Datum		args[RL_POLICY_NATTS + 1];
+	char		argnulls[RL_POLICY_NATTS + 1];
+
+	args[0] = PointerGetDatum(name);
+	argnulls[0] = ' ';
+	for (int i = 0; i < RL_POLICY_NATTS; i++)
+	{
+		args[i + 1] = values[i];
+		argnulls[i + 1] = nulls[i] ? 'n' : ' ';
+	}
+	run_plan(PLAN_PUT_DEFINITION, args, argnulls, false, SPI_OK_INSERT);
+}
+
+/* Delete a definition and all its state; false when there was none. */
+bool
+rl_storage_delete_definition(text *name)
+{
+	Datum		args[1] = {PointerGetDatum(name)};
+
+	run_plan(PLAN_DELETE_DEFINITION, args, NULL, false, SPI_OK_DELETE);
+	if (SPI_processed == 0)
+		return false;
+	run_plan(PLAN_DELETE_NAME, args, NULL, false, SPI_OK_DELETE);
+	return true;
+}
+
+/* The parameters that address one state row. */
+static void
+row_args(const RlRowKey *row, Datum *args)
+{
+	args[0] = PointerGetDatum(row->name);
+	args[1] = PointerGetDatum(row->key);
+	args[2] = Int16GetDatum(row->shard);
+}
+
+/* Read a state row without locking it; false when there is none. */
+bool
+rl_storage_read(const RlRowKey *row, RlState *state)
+{
+	Datum		args[3];
+
+	row_args(row, args);
+	run_plan(PLAN_READ, args, NULL, true, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	result_state(state);
+	return true;
+}
+
+/*
+ * Lock a state row FOR UPDATE and read it; false when there is none.  tid
+ * receives the locked version's address for rl_storage_update.
+ */
+bool
+rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
+{
+	Datum		args[3];
+	Datum		ctid;
+
+	row_args(row, args);
+	run_plan(PLAN_LOCK, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	result_state(state);
+	if (!result_column(3, &ctid))
+		elog(ERROR, "locked rate limit row has no ctid");
+	ItemPointerCopy((ItemPointer) DatumGetPointer(ctid), tid);
+	return true;
+}
+
+/*
+ * Insert a state row for a new key; false when another transaction
+ * inserted the same key first (its row can then be locked).
+ */
+bool
+rl_storage_insert(const RlRowKey *row, const RlState *state)
+{
+	Datum		args[5];
+
+	row_args(row, args);
+	args[3] = Float8GetDatum(state->value);
+	args[4] = TimestampTzGetDatum(state->ts);
+	run_plan(PLAN_INSERT, args, NULL, false, SPI_OK_INSERT);
+	return SPI_processed == 1;
+}
+
+/* Write the new state into the row version rl_storage_lock locked. */
+void
+rl_storage_update(ItemPointer tid, const RlState *state)
+{
+	Datum		args[3];
+
+	args[0] = Float8GetDatum(state->value);
+	args[1] = TimestampTzGetDatum(state->ts);
+	args[2] = PointerGetDatum(tid);
+	run_plan(PLAN_UPDATE, args, NULL, false, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		elog(ERROR, "locked rate limit row vanished before its update");
+}
+
+/* Delete every shard of one key's state; returns how many rows went. */
+uint64
+rl_storage_delete(text *name, text *key)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+
+	run_plan(PLAN_DELETE_KEY, args, NULL, false, SPI_OK_DELETE);
+	return SPI_processed;
+}

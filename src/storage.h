@@ -1,0 +1,41 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage.h
+ *	  Where definitions and state live, and how a state row is found,
+ *	  locked and written.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef RATELIMIT_STORAGE_H
+#define RATELIMIT_STORAGE_H
+
+#include "postgres.h"
+
+#include "storage/itemptr.h"
+
+#include "algebra.h"
+
+/* One limit's row address: the key '' stands for the NULL (shared) key. */
+typedef struct RlRowKey
+{
+	text	   *name;
+	text	   *key;
+	int16		shard;
+} RlRowKey;
+
+extern void rl_storage_begin(Oid nspid);
+extern void rl_storage_end(void);
+
+extern bool rl_storage_get_definition(text *name, RlPolicy *policy);
+extern void rl_storage_put_definition(text *name, Datum *values,
+									  bool *nulls);
+extern bool rl_storage_delete_definition(text *name);
+
+extern bool rl_storage_read(const RlRowKey *row, RlState *state);
+extern bool rl_storage_lock(const RlRowKey *row, RlState *state,
+							ItemPointer tid);
+extern bool rl_storage_insert(const RlRowKey *row, const RlState *state);
+extern void rl_storage_update(ItemPointer tid, const RlState *state);
+extern uint64 rl_storage_delete(text *name, text *key);
+
+#endif							/* RATELIMIT_STORAGE_H */

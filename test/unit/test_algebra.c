@@ -1,0 +1,291 @@
+/*
+ * test_algebra.c: the pure algebra against vectors worked out by hand.
+ *
+ * Each vector's comment shows the arithmetic from the formulas in the
+ * README (Semantics).  No server: build and run with `make unit`.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "algebra.h"
+
+#define SEC  INT64_C(1000000)
+#define MIN  (60 * SEC)
+#define HOUR (60 * MIN)
+
+static int passed;
+static int failed;
+
+static void
+expect(int cond, const char *what)
+{
+	if (cond)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAIL: %s\n", what);
+	}
+}
+
+static int
+near(double a, double b)
+{
+	return fabs(a - b) <= 1e-9 * (1 + fabs(b));
+}
+
+static RlPolicy
+bucket(double rate, int64_t period, double capacity)
+{
+	RlPolicy	p = {RL_TOKEN_BUCKET, rate, period, capacity, false, 0, 1, false, 0};
+
+	return p;
+}
+
+static RlPolicy
+window(double rate, int64_t period, double capacity, int64_t start)
+{
+	RlPolicy	p = {RL_FIXED_WINDOW, rate, period, capacity, false, 0, 1, true, start};
+
+	return p;
+}
+
+typedef struct Vector
+{
+	const char *what;
+	RlPolicy	policy;
+	int			has_state;
+	RlState		state;
+	int64_t		now;
+	double		count;
+	int			reserve;
+	/* expected */
+	int			ok;
+	int			has_retry;
+	int64_t		retry_after;
+	double		remaining;
+	int64_t		reset_after;
+	RlState		written;		/* checked when ok */
+} Vector;
+
+static void
+run_vectors(void)
+{
+	RlPolicy	tb = bucket(10, MIN, 10);	/* one token per 6 s */
+	RlPolicy	tb_max = tb;
+	RlPolicy	tb3 = bucket(3, SEC, 3);	/* one token per 333333.3 us */
+	RlPolicy	fw = window(5, HOUR, 5, 0);
+	RlPolicy	fw_cap = window(5, HOUR, 12, 0);
+
+	tb_max.has_max_reserved = true;
+	tb_max.max_reserved = 0.25;
+
+	Vector		v[] = {
+		/* new key: full bucket 10 - 1 = 9; one token back to full = 6 s */
+		{"bucket: first call", tb, 0, {0, 0}, 0, 1, 0,
+		1, 0, 0, 9, 6 * SEC, {9, 0}},
+		/* 9 - 9 = 0 left; 10 tokens to refill = 60 s */
+		{"bucket: takes the last tokens", tb, 1, {9, 0}, 0, 9, 0,
+		1, 0, 0, 0, 60 * SEC, {0, 0}},
+		/* 3 s refill 0.5; 0.5 - 1 < 0: deny; 0.5 missing = 3 s; 9.5 to full = 57 s */
+		{"bucket: deny with retry", tb, 1, {0, 0}, 3 * SEC, 1, 0,
+		0, 1, 3 * SEC, 0.5, 57 * SEC, {0, 0}},
+		/* same, reserving: -0.5 written at ts 3 s; paid back in 3 s; full in 63 s */
+		{"bucket: reservation", tb, 1, {0, 0}, 3 * SEC, 1, 1,
+		1, 1, 3 * SEC, -0.5, 63 * SEC, {-0.5, 3 * SEC}},
+		/* -0.5 < -0.25: deny; need value >= 0.75, 0.25 more = 1.5 s */
+		{"bucket: max_reserved denies", tb_max, 1, {0, 0}, 3 * SEC, 1, 1,
+		0, 1, 1500000, 0.5, 57 * SEC, {0, 0}},
+		/* clock behind ts: nothing added, ts stays at 10 s; full at 10 + 36 s */
+		{"bucket: clock behind ts", tb, 1, {5, 10 * SEC}, 4 * SEC, 1, 0,
+		1, 0, 0, 4, 42 * SEC, {4, 10 * SEC}},
+		/* 8 + 10 capped at 10, minus 1 */
+		{"bucket: refill capped", tb, 1, {8, 0}, 60 * SEC, 1, 0,
+		1, 0, 0, 9, 6 * SEC, {9, 60 * SEC}},
+		/* 1 token at 3/s: 333333.33 us, rounded up so the retry succeeds */
+		{"bucket: retry rounds up", tb3, 1, {0, 0}, 0, 1, 0,
+		0, 1, 333334, 0, 1000000, {0, 0}},
+		/* window [0, 1h): 5 - 2 = 3, ts at window start; next window in 50 min */
+		{"window: first call", fw, 0, {0, 0}, 10 * MIN, 2, 0,
+		1, 0, 0, 3, 50 * MIN, {3, 0}},
+		/* empty window: retry at the next window start, 30 min away */
+		{"window: deny until next window", fw, 1, {0, 0}, 30 * MIN, 1, 0,
+		0, 1, 30 * MIN, 0, 30 * MIN, {0, 0}},
+		/* two windows elapsed: 0 + 2*5 capped at 5, minus 1; ts = 2h */
+		{"window: windows elapsed", fw, 1, {0, 0}, 150 * MIN, 1, 0,
+		1, 0, 0, 4, 30 * MIN, {4, 2 * HOUR}},
+		/* 1 - 8 = -7 reserved; ceil(7/5) = 2 windows: at 2h, 110 min away */
+		{"window: reservation", fw, 1, {1, 0}, 10 * MIN, 8, 1,
+		1, 1, 110 * MIN, -7, 50 * MIN, {-7, 0}},
+		/* capacity 12 > rate 5: 12 tokens need ceil(12/5) = 3 windows: 3h - 10 min */
+		{"window: capacity above rate", fw_cap, 1, {0, 0}, 10 * MIN, 12, 0,
+		0, 1, 170 * MIN, 0, 50 * MIN, {0, 0}},
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+	{
+		RlDecision	d;
+		char		what[200];
+		RlStatus	status;
+
+		status = rl_decide(&v[i].policy, 0, v[i].has_state ? &v[i].state : NULL,
+						   v[i].now, v[i].count, v[i].reserve, &d);
+		snprintf(what, sizeof(what), "%s: decided", v[i].what);
+		expect(status == RL_DECIDED, what);
+		snprintf(what, sizeof(what), "%s: ok", v[i].what);
+		expect(d.ok == v[i].ok, what);
+		snprintf(what, sizeof(what), "%s: has_retry", v[i].what);
+		expect(d.has_retry == v[i].has_retry, what);
+		if (v[i].has_retry)
+		{
+			snprintf(what, sizeof(what), "%s: retry_after %lld", v[i].what,
+					 (long long) d.retry_after);
+			expect(d.retry_after == v[i].retry_after, what);
+		}
+		snprintf(what, sizeof(what), "%s: remaining %g", v[i].what, d.remaining);
+		expect(near(d.remaining, v[i].remaining), what);
+		snprintf(what, sizeof(what), "%s: reset_after %lld", v[i].what,
+				 (long long) d.reset_after);
+		expect(d.reset_after == v[i].reset_after, what);
+		if (v[i].ok)
+		{
+			snprintf(what, sizeof(what), "%s: written state (%g, %lld)",
+					 v[i].what, d.state.value, (long long) d.state.ts);
+			expect(near(d.state.value, v[i].written.value) &&
+				   d.state.ts == v[i].written.ts, what);
+		}
+	}
+}
+
+/* A retry at retry_after succeeds, and one microsecond earlier does not. */
+static void
+run_retry_is_exact(void)
+{
+	RlPolicy	p = bucket(7, 13 * SEC, 7);
+
+	for (int k = 1; k <= 200; k++)
+	{
+		RlState		s = {0.1 * (k % 7), 0};
+		double		count = 1 + (k % 5);
+		RlDecision	d;
+		RlDecision	again;
+		RlDecision	early;
+		char		what[120];
+
+		rl_decide(&p, 0, &s, k * 1000, count, 0, &d);
+		if (d.ok)
+			continue;
+		rl_decide(&p, 0, &s, k * 1000 + d.retry_after, count, 0, &again);
+		rl_decide(&p, 0, &s, k * 1000 + d.retry_after - 1, count, 0, &early);
+		snprintf(what, sizeof(what), "retry exact, case %d", k);
+		expect(again.ok && !early.ok, what);
+	}
+}
+
+static void
+run_windows(void)
+{
+	/* start 15 min: windows at ..., -45 min, 15 min, ...; 10 min is in [-45, 15) */
+	expect(rl_window_start(10 * MIN, 15 * MIN, HOUR) == -45 * MIN,
+		   "window start before the origin");
+	expect(rl_window_start(-1, 0, 10) == -10, "window start of a negative time");
+	expect(rl_window_start(20, 0, 10) == 20, "a window start is its own start");
+}
+
+static void
+run_origin(void)
+{
+	RlPolicy	p = window(5, HOUR, 5, 0);
+	int64_t		a;
+	int64_t		b;
+	int64_t		n;
+	int64_t		e;
+
+	p.has_start = false;
+	a = rl_window_origin(&p, "send", 4, "42", 2, false);
+	b = rl_window_origin(&p, "send", 4, "42", 2, false);
+	n = rl_window_origin(&p, "send", 4, "", 0, true);
+	e = rl_window_origin(&p, "send", 4, "", 0, false);
+	expect(a == b, "origin is deterministic");
+	expect(a >= 0 && a < HOUR && n >= 0 && n < HOUR, "origin within the period");
+	expect(n != e, "the NULL key and the empty key get different phases");
+	expect(rl_window_origin(&p, "send", 4, "43", 2, false) != a,
+		   "different keys get different phases");
+	p.has_start = true;
+	p.start = 3 * HOUR + 7;
+	expect(rl_window_origin(&p, "send", 4, "42", 2, false) == 7,
+		   "a configured start fixes the phase");
+}
+
+static void
+run_checks(void)
+{
+	RlPolicy	ok = bucket(10, MIN, 10);
+	RlPolicy	p;
+
+	expect(rl_policy_problem(&ok) == NULL, "a valid policy passes");
+	p = ok;
+	p.rate = 0;
+	expect(rl_policy_problem(&p) != NULL, "rate 0 refused");
+	p.rate = NAN;
+	expect(rl_policy_problem(&p) != NULL, "rate NaN refused");
+	p.rate = INFINITY;
+	expect(rl_policy_problem(&p) != NULL, "rate infinity refused");
+	p = ok;
+	p.period = 0;
+	expect(rl_policy_problem(&p) != NULL, "period 0 refused");
+	p = ok;
+	p.capacity = -1;
+	expect(rl_policy_problem(&p) != NULL, "negative capacity refused");
+	p = ok;
+	p.capacity = 0;
+	expect(rl_policy_problem(&p) == NULL, "capacity 0 allowed (reserve-only)");
+	p = ok;
+	p.has_max_reserved = true;
+	p.max_reserved = -1;
+	expect(rl_policy_problem(&p) != NULL, "negative max_reserved refused");
+	p = ok;
+	p.shards = 0;
+	expect(rl_policy_problem(&p) != NULL, "shards 0 refused");
+	p = ok;
+	p.has_start = true;
+	expect(rl_policy_problem(&p) != NULL, "start on a token bucket refused");
+
+	expect(rl_count_problem(&ok, 0, 0) != NULL, "count 0 refused");
+	expect(rl_count_problem(&ok, -1, 0) != NULL, "negative count refused");
+	expect(rl_count_problem(&ok, NAN, 0) != NULL, "count NaN refused");
+	expect(rl_count_problem(&ok, 10, 0) == NULL, "count = capacity allowed");
+	expect(rl_count_problem(&ok, 10.5, 0) != NULL, "count > capacity refused");
+	expect(rl_count_problem(&ok, 1e6, 1) == NULL,
+		   "unbounded reservation allows a large count");
+	p = ok;
+	p.has_max_reserved = true;
+	p.max_reserved = 5;
+	expect(rl_count_problem(&p, 15, 1) == NULL, "count = capacity + max_reserved");
+	expect(rl_count_problem(&p, 15.5, 1) != NULL, "count > capacity + max_reserved");
+}
+
+static void
+run_too_long(void)
+{
+	RlPolicy	slow = bucket(1e-9, HOUR, 1);
+	RlState		empty = {0, 0};
+	RlDecision	d;
+
+	expect(rl_decide(&slow, 0, &empty, 0, 1, 0, &d) == RL_WAIT_TOO_LONG,
+		   "a wait past 1000 years is reported, not wrapped");
+}
+
+int
+main(void)
+{
+	run_vectors();
+	run_retry_is_exact();
+	run_windows();
+	run_origin();
+	run_checks();
+	run_too_long();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
