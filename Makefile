@@ -9,7 +9,8 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/algebra.o src/clock.o src/functions.o src/policy.o src/storage.o
+OBJS = src/algebra.o src/clock.o src/errors.o src/functions.o src/policy.o \
+	src/storage.o
 DATA = ratelimit--1.0.sql
 PGFILEDESC = "ratelimit - transactional rate limits"
 

@@ -121,7 +121,8 @@ COMMENT ON FUNCTION @extschema@.rl_undefine(text) IS
 
 -- Per-key functions: one C function serves every key type; a non-text
 -- key is stored as its text form.  Only the text version defaults the key,
--- so rl_limit('name') is not ambiguous.
+-- so rl_limit('name') is not ambiguous; smallint has its own versions because
+-- it would otherwise be ambiguous between integer and bigint.
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -160,6 +161,19 @@ RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) IS
 	'consume count tokens inside the caller''s transaction; a rollback returns them';
 
 CREATE FUNCTION @extschema@.rl_limit(
@@ -216,6 +230,19 @@ COMMENT ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean
 
 CREATE FUNCTION @extschema@.rl_check(
 	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
 	key uuid,
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
@@ -259,6 +286,16 @@ COMMENT ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) I
 
 CREATE FUNCTION @extschema@.rl_value(
 	name text,
+	key smallint,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
 	key uuid,
 	config @extschema@.rl_policy DEFAULT NULL)
 RETURNS @extschema@.rl_state
@@ -296,6 +333,15 @@ COMMENT ON FUNCTION @extschema@.rl_reset(text, integer) IS
 
 CREATE FUNCTION @extschema@.rl_reset(
 	name text,
+	key smallint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, smallint) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
 	key uuid)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_reset'
@@ -315,9 +361,13 @@ REVOKE ALL ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boole
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
@@ -334,8 +384,11 @@ GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, bo
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) TO PUBLIC;

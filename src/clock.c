@@ -38,18 +38,22 @@ check_now_override(char **newval, void **extra, GucSource source)
 	int			tz;
 	struct pg_tm tt;
 	fsec_t		fsec;
-	TimestampTz result;
+	TimestampTz result = 0;
 	TimestampTz *parsed;
+	bool		valid = true;
 
 	if (*newval == NULL || (*newval)[0] == '\0')
 		return true;
 	if (strlen(*newval) > MAXDATELEN ||
 		ParseDateTime(*newval, workbuf, sizeof(workbuf), field, ftype,
 					  MAXDATEFIELDS, &nf) != 0 ||
-		compat_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz) != 0 ||
-		dtype != DTK_DATE ||
-		tm2timestamp(&tt, fsec, &tz, &result) != 0 ||
-		!IS_VALID_TIMESTAMP(result))
+		compat_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz) != 0)
+		valid = false;
+	else if (dtype == DTK_EPOCH)
+		result = SetEpochTimestamp();
+	else if (dtype != DTK_DATE || tm2timestamp(&tt, fsec, &tz, &result) != 0)
+		valid = false;
+	if (!valid || !IS_VALID_TIMESTAMP(result))
 	{
 		GUC_check_errdetail("The value must be empty or a finite timestamp with time zone.");
 		return false;

@@ -26,13 +26,11 @@
 
 #include "algebra.h"
 #include "clock.h"
+#include "errors.h"
 #include "policy.h"
 #include "storage.h"
 
 PG_MODULE_MAGIC;
-
-/* SQLSTATE RL001: the error raised by throws => true. */
-#define ERRCODE_RATE_LIMIT_EXCEEDED MAKE_SQLSTATE('R','L','0','0','1')
 
 /* Bounds that keep a (name, key, shard) entry far below btree's limit. */
 #define RL_MAX_NAME_BYTES	256
@@ -173,6 +171,10 @@ call_key(FunctionCallInfo fcinfo, RlCallCache *cache, bool *is_null)
 			break;
 		case INT4OID:
 			pg_ltoa(PG_GETARG_INT32(ARG_KEY), buf);
+			key = cstring_to_text(buf);
+			break;
+		case INT2OID:
+			pg_ltoa(PG_GETARG_INT16(ARG_KEY), buf);
 			key = cstring_to_text(buf);
 			break;
 		case UUIDOID:
@@ -318,29 +320,6 @@ result_datum(RlCallCache *cache, const RlDecision *decision)
 	return HeapTupleGetDatum(heap_form_tuple(cache->result_desc, values, nulls));
 }
 
-/* Raise SQLSTATE RL001 for a denied call with throws => true. */
-static void
-raise_exceeded(const RlTarget *target, double count,
-			   const RlDecision *decision)
-{
-	char	   *retry = DatumGetCString(DirectFunctionCall1(interval_out,
-															IntervalPGetDatum(rl_usecs_to_interval(decision->retry_after))));
-
-	if (target->key_is_null)
-		ereport(ERROR,
-				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
-				 errmsg("rate limit \"%s\" exceeded", text_to_cstring(target->name)),
-				 errdetail("The shared limit has %g tokens; the call asked for %g.",
-						   decision->remaining, count),
-				 errhint("Retry after %s.", retry)));
-	ereport(ERROR,
-			(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
-			 errmsg("rate limit \"%s\" exceeded", text_to_cstring(target->name)),
-			 errdetail("Key \"%s\" has %g tokens; the call asked for %g.",
-					   text_to_cstring(target->key), decision->remaining, count),
-			 errhint("Retry after %s.", retry)));
-}
-
 /* rl_limit and rl_check: decide a call, consuming or not. */
 static Datum
 limit_or_check(FunctionCallInfo fcinfo, bool consuming)
@@ -368,6 +347,10 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s", problem),
+				 reserve && target.policy.has_max_reserved ?
+				 errdetail("The count is %g; the capacity is %g and max_reserved is %g.",
+						   count, target.policy.capacity,
+						   target.policy.max_reserved) :
 				 errdetail("The count is %g; the capacity is %g.",
 						   count, target.policy.capacity)));
 
@@ -385,7 +368,8 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	rl_storage_end();
 
 	if (!decision.ok && throws)
-		raise_exceeded(&target, count, &decision);
+		rl_raise_exceeded(target.name, target.key_is_null ? NULL : target.key,
+						  count, decision.remaining, decision.retry_after);
 	PG_RETURN_DATUM(result_datum(cache, &decision));
 }
 

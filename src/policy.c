@@ -29,15 +29,17 @@ static const char *const policy_column_names[RL_POLICY_NATTS] = {
 };
 
 /*
- * An interval's length in microseconds, counting months as 30 days (as
- * extract(epoch from ...) does); a double, so huge intervals cannot wrap.
+ * An interval's length in microseconds, as extract(epoch from ...) counts
+ * it: whole years of 365.25 days, other months of 30 days, days of 24
+ * hours.  A double, so huge intervals cannot wrap.
  */
 static double
 interval_usecs(const Interval *span)
 {
 	return (double) span->time +
 		(double) span->day * USECS_PER_DAY +
-		(double) span->month * RL_DAYS_PER_MONTH * USECS_PER_DAY;
+		(double) (span->month / MONTHS_PER_YEAR) * RL_DAYS_PER_YEAR * USECS_PER_DAY +
+		(double) (span->month % MONTHS_PER_YEAR) * RL_DAYS_PER_MONTH * USECS_PER_DAY;
 }
 
 /* A duration in microseconds as an interval of hours, minutes, seconds. */
@@ -61,8 +63,8 @@ require_column(bool *nulls, int column)
 }
 
 /*
- * Replace the NULLs that have defaults (capacity = rate, shards = 1) so a
- * stored or returned policy says what it enforces.
+ * Replace a NULL capacity with the rate, its default, so a stored or
+ * returned policy says what it enforces.
  */
 void
 rl_policy_fill_defaults(Datum *values, bool *nulls)
@@ -71,11 +73,6 @@ rl_policy_fill_defaults(Datum *values, bool *nulls)
 	{
 		values[RL_POLICY_CAPACITY] = values[RL_POLICY_RATE];
 		nulls[RL_POLICY_CAPACITY] = false;
-	}
-	if (nulls[RL_POLICY_SHARDS])
-	{
-		values[RL_POLICY_SHARDS] = Int32GetDatum(1);
-		nulls[RL_POLICY_SHARDS] = false;
 	}
 }
 

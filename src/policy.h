@@ -12,6 +12,7 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
 #include "utils/timestamp.h"
 
 #include "algebra.h"

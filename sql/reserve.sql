@@ -1,0 +1,40 @@
+-- Reservations: take tokens now, run the work at retry_after.
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+SET intervalstyle = 'postgres';
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SELECT rl_define('llm', 'token bucket', 10, '1 minute', max_reserved => 30);
+
+-- 10 available, 15 asked: granted with a deficit of 5, run in 30 s
+SELECT * FROM rl_limit('llm', 'u', 15, reserve => true);
+SELECT value, ts FROM rate_limits WHERE name = 'llm';
+-- without reserve the same limit says no
+SELECT * FROM rl_limit('llm', 'u', 1);
+-- down to -30 is allowed; past it is denied, and nothing is written
+SELECT * FROM rl_limit('llm', 'u', 25, reserve => true);
+SELECT * FROM rl_limit('llm', 'u', 1, reserve => true);
+SELECT value FROM rate_limits WHERE name = 'llm';
+-- the deficit is paid back over time: 1 token per 6 s
+SET ratelimit.now_override = '2026-01-01 00:00:06+00';
+SELECT * FROM rl_limit('llm', 'u', 1, reserve => true);
+-- a count larger than capacity + max_reserved can never be granted
+SELECT * FROM rl_limit('llm', 'u', 41, reserve => true);
+SELECT * FROM rl_limit('llm', 'u', 40, reserve => true);
+
+-- without max_reserved, reservations are unbounded
+SELECT rl_define('unbounded', 'fixed window', 5, '1 hour', start => '2026-01-01 00:00:00+00');
+SELECT * FROM rl_limit('unbounded', 'u', 17, reserve => true);
+SELECT value, ts FROM rate_limits WHERE name = 'unbounded';
+SELECT * FROM rl_check('unbounded', 'u', 1, reserve => true);
+
+-- capacity 0: every call is a reservation, spaced perfectly
+SELECT rl_define('paced', 'token bucket', 1, '1 second', capacity => 0);
+SELECT * FROM rl_limit('paced', 'u', 1, reserve => true);
+SELECT * FROM rl_limit('paced', 'u', 1, reserve => true);
+SELECT * FROM rl_limit('paced', 'u', 1);
+
+-- a count too large for the rate within 1000 years is an error
+SELECT rl_define('glacial', 'token bucket', 1, '100 years');
+SELECT * FROM rl_limit('glacial', 'u', 1e6, reserve => true);
+
+SELECT rl_undefine(name) FROM rl_definitions ORDER BY name;
