@@ -1,6 +1,7 @@
 # ratelimit: PGXS build, plus the project's own targets.
 #
 #   make run    build, install into ./tmp, start a throwaway cluster, run the demo
+#               (KEEP=1 leaves the cluster running; make stop stops it)
 #   make test   the same cluster, every test suite, then stop; non-zero on failure
 #
 # Packagers: plain `make && make install` (PG_CONFIG=...) builds against any
@@ -28,9 +29,12 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run test unit
+.PHONY: run stop test unit
 run:
 	test/run-demo.sh
+
+stop:
+	test/stop-cluster.sh
 
 test:
 	test/run-tests.sh
