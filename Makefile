@@ -18,6 +18,11 @@ PGFILEDESC = "ratelimit - transactional rate limits"
 REGRESS = define limit fixed_window reserve keys errors transactions privileges
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
+# Isolation specs live in test/specs, their expected output in test/expected.
+ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
+	reservations timeouts
+ISOLATION_OPTS = --inputdir=test
+
 # No JIT bitcode: it would make clang a build dependency for no gain.
 override with_llvm = no
 
@@ -45,4 +50,4 @@ unit: test/unit/test_algebra
 test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c -lm
 
-EXTRA_CLEAN = test/unit/test_algebra results regression.diffs regression.out
+EXTRA_CLEAN = test/unit/test_algebra results regression.diffs regression.out output_iso

@@ -16,11 +16,22 @@ rl_log "unit tests of the algebra"
 make -C "$RL_REPO" -s unit || failed+=(unit)
 
 rl_start
+CONNECT="--host=$RL_SOCK --port=$RL_PORT --user=postgres"
+
 rl_log "regression suites (pg_regress)"
-if ! make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" installcheck \
-	EXTRA_REGRESS_OPTS="--host=$RL_SOCK --port=$RL_PORT --user=postgres"; then
+rm -f "$RL_REPO/regression.diffs"
+if ! make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" installcheck ISOLATION= \
+	EXTRA_REGRESS_OPTS="$CONNECT"; then
 	failed+=(regress)
 	[ -f "$RL_REPO/regression.diffs" ] && cat "$RL_REPO/regression.diffs"
+fi
+
+rl_log "isolation specs (pg_isolation_regress)"
+rm -f "$RL_REPO/output_iso/regression.diffs"
+if ! PGISOLATIONTIMEOUT=60 make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" installcheck REGRESS= \
+	EXTRA_REGRESS_OPTS="$CONNECT"; then
+	failed+=(isolation)
+	[ -f "$RL_REPO/output_iso/regression.diffs" ] && cat "$RL_REPO/output_iso/regression.diffs"
 fi
 
 rl_stop_quietly
