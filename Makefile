@@ -15,7 +15,8 @@ OBJS = src/algebra.o src/clock.o src/errors.o src/functions.o src/policy.o \
 DATA = ratelimit--1.0.sql
 PGFILEDESC = "ratelimit - transactional rate limits"
 
-REGRESS = define limit fixed_window reserve keys errors transactions privileges
+REGRESS = define limit fixed_window reserve keys errors transactions privileges \
+	search_path
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
