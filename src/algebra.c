@@ -50,6 +50,22 @@ amount_in_range(double x, double lo, bool lo_inclusive)
 	return lo_inclusive ? x >= lo : x > lo;
 }
 
+/*
+ * How long an untouched limit takes to go from its deepest reservation
+ * (-max_reserved) to full.  Bounding it bounds every wait a call on the
+ * policy can report, except that of an unbounded reservation's own call.
+ */
+static double
+fill_time(const RlPolicy *policy)
+{
+	double		span = policy->capacity +
+		(policy->has_max_reserved ? policy->max_reserved : 0);
+
+	if (policy->kind == RL_TOKEN_BUCKET)
+		return span * (double) policy->period / policy->rate;
+	return ceil(span / policy->rate) * (double) policy->period;
+}
+
 /* What is wrong with a policy, as an error message, or NULL if nothing. */
 const char *
 rl_policy_problem(const RlPolicy *policy)
@@ -67,6 +83,8 @@ rl_policy_problem(const RlPolicy *policy)
 		return "shards must be between 1 and 1024";
 	if (policy->has_start && policy->kind != RL_FIXED_WINDOW)
 		return "start applies only to fixed window limits";
+	if (fill_time(policy) > (double) RL_MAX_WAIT)
+		return "the limit would take more than 1000 years to refill";
 	return NULL;
 }
 

@@ -34,6 +34,9 @@ if ! PGISOLATIONTIMEOUT=60 make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" insta
 	[ -f "$RL_REPO/output_iso/regression.diffs" ] && cat "$RL_REPO/output_iso/regression.diffs"
 fi
 
+rl_log "stress test (pgbench, 16 clients)"
+"$RL_REPO/test/stress/stress.sh" || failed+=(stress)
+
 rl_stop_quietly
 if [ ${#failed[@]} -gt 0 ]; then
 	rl_log "FAILED: ${failed[*]}"

@@ -252,6 +252,18 @@ run_checks(void)
 	p.has_start = true;
 	expect(rl_policy_problem(&p) != NULL, "start on a token bucket refused");
 
+	/* 500 tokens at 1 per 100 years: 50,000 years to fill */
+	p = bucket(1, 36525 * (INT64_C(86400) * SEC) / 10 * 10, 500);
+	expect(rl_policy_problem(&p) != NULL, "a bucket slower than 1000 years to fill refused");
+	p.capacity = 10;
+	expect(rl_policy_problem(&p) == NULL, "1000 years to fill allowed");
+	p.capacity = 1;
+	p.has_max_reserved = true;
+	p.max_reserved = 10;
+	expect(rl_policy_problem(&p) != NULL, "max_reserved counts toward the fill time");
+	p = window(1, 36525 * (INT64_C(86400) * SEC), 11, 0);
+	expect(rl_policy_problem(&p) != NULL, "a window slower than 1000 years to fill refused");
+
 	expect(rl_count_problem(&ok, 0, 0) != NULL, "count 0 refused");
 	expect(rl_count_problem(&ok, -1, 0) != NULL, "negative count refused");
 	expect(rl_count_problem(&ok, NAN, 0) != NULL, "count NaN refused");

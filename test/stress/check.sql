@@ -1,0 +1,20 @@
+-- The stress test's verdict.  Every query prints one row; the harness
+-- compares the output with check.expected.
+\pset footer off
+\pset tuples_only on
+\pset format unaligned
+SELECT 'hot: grants = capacity', count(*) = 500 FROM grants;
+SELECT 'hot: state holds no tokens', value < 1 FROM rate_limits WHERE name = 'hot';
+SELECT 'many: every key granted exactly min(calls, 3)',
+       bool_and(granted = least(made, 3))
+FROM (SELECT key, count(*) AS made, count(*) FILTER (WHERE ok) AS granted
+      FROM calls GROUP BY key) AS per_key;
+SELECT 'many: state = 3 - grants for every key',
+       bool_and(s.value = 3 - c.granted)
+FROM (SELECT key::text AS key, count(*) FILTER (WHERE ok) AS granted FROM calls GROUP BY key) AS c
+JOIN rate_limits s ON s.name = 'many' AND s.key = c.key AND s.shard = 0;
+SELECT 'many: one state row per key called',
+       (SELECT count(*) FROM rate_limits WHERE name = 'many') = (SELECT count(DISTINCT key) FROM calls);
+-- bt_index_check raises an error on any corruption, which stops the script
+SELECT 'amcheck: btree with heapallindexed', true FROM (SELECT bt_index_check('rate_limits_pkey', true)) AS c;
+SELECT 'amcheck: heap reports nothing', count(*) = 0 FROM verify_heapam('rate_limits');
