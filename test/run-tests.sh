@@ -38,6 +38,20 @@ rl_log "stress test (pgbench, 16 clients)"
 "$RL_REPO/test/stress/stress.sh" || failed+=(stress)
 
 rl_stop_quietly
+
+rl_log "TAP tests (crash recovery)"
+tap=$RL_TMP/tap
+rm -rf "$tap"
+mkdir -p "$tap"
+if rl_is_root; then chown postgres: "$tap"; fi
+pgxs=$(dirname "$RL_BIN")/lib/pgxs
+if ! (cd "$RL_REPO" && rl_as_server env PATH="$RL_BIN:$PATH" TESTDIR="$tap" \
+	PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
+	prove -I "$pgxs/src/test/perl" test/t/*.pl); then
+	failed+=(tap)
+	cat "$tap"/tmp_check/log/regress_log_* 2>/dev/null | tail -50
+fi
+
 if [ ${#failed[@]} -gt 0 ]; then
 	rl_log "FAILED: ${failed[*]}"
 	exit 1
