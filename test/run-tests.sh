@@ -37,6 +37,9 @@ fi
 rl_log "stress test (pgbench, 16 clients)"
 "$RL_REPO/test/stress/stress.sh" || failed+=(stress)
 
+rl_log "hostile input at random (targeted calls, sqlsmith)"
+"$RL_REPO/test/fuzz/run.sh" || failed+=(fuzz)
+
 rl_stop_quietly
 
 rl_log "TAP tests (crash recovery)"
