@@ -39,7 +39,14 @@ SELECT * FROM rl_limit('k', '');
 -- keys with quotes, backslashes, format characters and other planes are data
 SELECT remaining FROM rl_limit('k', E'O''Brien \\ %s %n ''); DROP TABLE x; --');
 SELECT remaining FROM rl_limit('k', E'\u00e9\u4e2d\U0001F600\U000E0001');
-SELECT key FROM rate_limits WHERE name = 'k' AND key NOT IN ('42', '7', '-9223372036854775808', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11') ORDER BY key;
+-- one character from each populated plane (0, 1, 2, 3, 14, 15, 16) and
+-- binary-looking control characters: stored and found again byte for byte
+SELECT remaining FROM rl_limit('k', E'\U00020000\U00030000\U000F0000\U0010FFFD');
+SELECT remaining FROM rl_limit('k', E'\U00020000\U00030000\U000F0000\U0010FFFD');
+SELECT remaining FROM rl_limit('k', E'\x01\x02\x1b\x7f\t\r\n');
+SELECT count(*) AS exact_matches FROM rate_limits
+WHERE name = 'k' AND key IN (E'\U00020000\U00030000\U000F0000\U0010FFFD', E'\x01\x02\x1b\x7f\t\r\n');
+SELECT key FROM rate_limits WHERE name = 'k' AND key NOT IN ('42', '7', '-9223372036854775808', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11') AND key !~ '[\x01-\x1f]' ORDER BY key;
 -- names and keys up to their bounds work; past them is an error
 SELECT ok FROM rl_limit('k', repeat('x', 1024));
 SELECT ok FROM rl_limit('k', repeat('x', 1025));
