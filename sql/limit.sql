@@ -59,6 +59,11 @@ SELECT * FROM rl_limit('sendMessage', NULL, throws => true);
 \set VERBOSITY default
 SELECT * FROM rl_limit('sendMessage', 'bob', throws => false);
 
+-- a check and a value later in the same statement see what rl_limit took
+SELECT (rl_limit('sendMessage', 'dave')).remaining AS after_limit,
+       (rl_check('sendMessage', 'dave')).remaining AS check_would_leave,
+       (rl_value('sendMessage', 'dave')).value AS value_now;
+
 -- the composite reads well in a plain SELECT too
 SELECT rl_limit('sendMessage', 'carol');
 SELECT (rl_limit('sendMessage', 'carol')).ok;

@@ -16,7 +16,10 @@
  * for the winner, inserts nothing, and the caller goes back to locking the
  * winner's row, so nobody ever starts from a second full bucket.
  *
- * Reads for rl_check and rl_value take no lock.
+ * Reads for rl_check and rl_value take no lock.  Like the locking read,
+ * every statement runs with a fresh snapshot (SPI's read_only = false), so
+ * a check sees what an rl_limit earlier in the same statement consumed
+ * and answers what rl_limit would answer at that moment.
  *
  * Every statement names the extension's own schema and operators
  * explicitly and takes names and keys as parameters, so the caller's
@@ -226,7 +229,7 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 	Datum		values[RL_POLICY_NATTS];
 	bool		nulls[RL_POLICY_NATTS];
 
-	run_plan(PLAN_GET_DEFINITION, args, NULL, true, SPI_OK_SELECT);
+	run_plan(PLAN_GET_DEFINITION, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	for (int i = 0; i < RL_POLICY_NATTS; i++)
@@ -281,7 +284,7 @@ rl_storage_read(const RlRowKey *row, RlState *state)
 	Datum		args[3];
 
 	row_args(row, args);
-	run_plan(PLAN_READ, args, NULL, true, SPI_OK_SELECT);
+	run_plan(PLAN_READ, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	result_state(state);
