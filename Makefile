@@ -10,13 +10,13 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/algebra.o src/clock.o src/errors.o src/functions.o src/policy.o \
-	src/storage.o
+OBJS = src/algebra.o src/clock.o src/errors.o src/functions.o src/limit.o \
+	src/policy.o src/storage.o src/trigger.o
 DATA = ratelimit--1.0.sql
 PGFILEDESC = "ratelimit - transactional rate limits"
 
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
-	search_path
+	search_path shards
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.

@@ -130,11 +130,12 @@ CREATE FUNCTION @extschema@.rl_limit(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'consume count tokens inside the caller''s transaction; a rollback returns them';
 
 CREATE FUNCTION @extschema@.rl_limit(
@@ -143,11 +144,12 @@ CREATE FUNCTION @extschema@.rl_limit(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'consume count tokens inside the caller''s transaction; a rollback returns them';
 
 CREATE FUNCTION @extschema@.rl_limit(
@@ -156,11 +158,12 @@ CREATE FUNCTION @extschema@.rl_limit(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'consume count tokens inside the caller''s transaction; a rollback returns them';
 
 CREATE FUNCTION @extschema@.rl_limit(
@@ -169,11 +172,12 @@ CREATE FUNCTION @extschema@.rl_limit(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'consume count tokens inside the caller''s transaction; a rollback returns them';
 
 CREATE FUNCTION @extschema@.rl_limit(
@@ -182,11 +186,12 @@ CREATE FUNCTION @extschema@.rl_limit(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'consume count tokens inside the caller''s transaction; a rollback returns them';
 
 CREATE FUNCTION @extschema@.rl_check(
@@ -195,11 +200,12 @@ CREATE FUNCTION @extschema@.rl_check(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_check'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'what rl_limit would answer, without consuming, writing or locking';
 
 CREATE FUNCTION @extschema@.rl_check(
@@ -208,11 +214,12 @@ CREATE FUNCTION @extschema@.rl_check(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_check'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'what rl_limit would answer, without consuming, writing or locking';
 
 CREATE FUNCTION @extschema@.rl_check(
@@ -221,11 +228,12 @@ CREATE FUNCTION @extschema@.rl_check(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_check'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'what rl_limit would answer, without consuming, writing or locking';
 
 CREATE FUNCTION @extschema@.rl_check(
@@ -234,11 +242,12 @@ CREATE FUNCTION @extschema@.rl_check(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_check'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'what rl_limit would answer, without consuming, writing or locking';
 
 CREATE FUNCTION @extschema@.rl_check(
@@ -247,11 +256,12 @@ CREATE FUNCTION @extschema@.rl_check(
 	count float8 DEFAULT 1,
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
-	config @extschema@.rl_policy DEFAULT NULL)
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_check'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) IS
+COMMENT ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
 	'what rl_limit would answer, without consuming, writing or locking';
 
 CREATE FUNCTION @extschema@.rl_value(
@@ -349,49 +359,82 @@ LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_reset(text, uuid) IS
 	'forget the state of one key (every shard): it starts again from a full bucket';
 
+CREATE TYPE @extschema@.rl_all_result AS (
+	ok boolean,
+	retry_after interval,
+	refused_name text,
+	refused_key text
+);
+COMMENT ON TYPE @extschema@.rl_all_result IS
+	'the answer of rl_limit_all: granted?, the longest retry_after, and the limit that refused';
+
+CREATE FUNCTION @extschema@.rl_limit_all(
+	names text[],
+	keys text[],
+	counts float8[],
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_all_result
+AS 'MODULE_PATHNAME', 'rl_limit_all'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) IS
+	'consume from several limits at once, all or nothing; rows are locked in one canonical order';
+
+CREATE FUNCTION @extschema@.rl_enforce()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'rl_enforce'
+LANGUAGE C SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_enforce() IS
+	'row trigger: rl_enforce(name, key_column [, count]) consumes per row and raises RL001 when refused';
+
 -- Grants: everything starts revoked from PUBLIC; then anyone may build
 -- policies and consume, check and read limits.  Defining, undefining and
 -- resetting limits stay with the extension owner until granted.
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
 
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_enforce() TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) TO PUBLIC;
 

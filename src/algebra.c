@@ -89,6 +89,21 @@ rl_policy_problem(const RlPolicy *policy)
 }
 
 /*
+ * The largest count a limit can ever grant: its capacity, and with shards
+ * two shards' worth, since a call takes from at most two shards.
+ */
+static double
+grantable(const RlPolicy *policy, bool reserve)
+{
+	double		per_shard = policy->capacity +
+		(reserve && policy->has_max_reserved ? policy->max_reserved : 0);
+
+	if (policy->shards == 1)
+		return per_shard;
+	return 2 * per_shard / policy->shards;
+}
+
+/*
  * What is wrong with a count for this (valid) policy, or NULL.  A count the
  * limit can never grant is an error rather than an endless stream of
  * retry_afters.
@@ -98,6 +113,9 @@ rl_count_problem(const RlPolicy *policy, double count, bool reserve)
 {
 	if (!amount_in_range(count, 0, false))
 		return "count must be a finite number greater than zero and at most 1e15";
+	if (policy->shards > 1 && (!reserve || policy->has_max_reserved) &&
+		count > grantable(policy, reserve))
+		return "count exceeds what two shards of the limit can hold";
 	if (!reserve && count > policy->capacity)
 		return "count exceeds the capacity of the limit";
 	if (reserve && policy->has_max_reserved &&
@@ -340,4 +358,177 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	decision->reset_after =
 		rl_window_start(now, origin, policy->period) + policy->period - now;
 	return RL_DECIDED;
+}
+
+/* The tokens a set of shards holds at time t, left alone. */
+static double
+sum_at(const RlPolicy *policy, int64_t origin, const RlState *states,
+	   int n, int64_t t)
+{
+	double		sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += rl_refill(policy, origin, states[i], t).value;
+	return sum;
+}
+
+/*
+ * The first microsecond from now at which the shards, left alone, hold at
+ * least target tokens together: a binary search, since the refill never
+ * decreases.  RL_WAIT_TOO_LONG when not within RL_MAX_WAIT.
+ */
+static RlStatus
+wait_for_sum(const RlPolicy *policy, int64_t origin, const RlState *states,
+			 int n, double target, int64_t now, int64_t *wait)
+{
+	int64_t		lo = now;
+	int64_t		hi = now + RL_MAX_WAIT;
+
+	if (sum_at(policy, origin, states, n, lo) >= target)
+	{
+		*wait = 0;
+		return RL_DECIDED;
+	}
+	if (sum_at(policy, origin, states, n, hi) < target)
+		return RL_WAIT_TOO_LONG;
+	while (hi - lo > 1)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (sum_at(policy, origin, states, n, mid) >= target)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	*wait = hi - now;
+	return RL_DECIDED;
+}
+
+/* The smaller of two waits, where either may be unachievable. */
+static void
+take_shorter(RlStatus status, int64_t wait, bool *found, int64_t *best)
+{
+	if (status == RL_DECIDED && (!*found || wait < *best))
+	{
+		*best = wait;
+		*found = true;
+	}
+}
+
+/*
+ * Decide a call on a sharded limit over the shards it holds (one, or two
+ * of those picked at random), with the per-shard policy.  The fuller shard serves
+ * the call when it can alone; otherwise both do, left balanced; a denial
+ * reports the shortest wait after which one shard, or both together, could
+ * serve it.  states[i] is NULL for a shard with no stored state.
+ */
+RlStatus
+rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
+				 const RlState *const *states, int64_t now, double count,
+				 bool reserve, RlShardDecision *d)
+{
+	RlState		cur[2];
+	double		floor_value;
+	double		total;
+	int			best;
+	RlStatus	status;
+
+	memset(d, 0, sizeof(*d));
+	if (nshards == 1)
+	{
+		RlDecision	one;
+
+		status = rl_decide(policy, origin, states[0], now, count, reserve, &one);
+		d->ok = one.ok;
+		d->has_retry = one.has_retry;
+		d->retry_after = one.retry_after;
+		d->remaining = one.remaining;
+		d->reset_after = one.reset_after;
+		d->write[0] = one.ok;
+		d->state[0] = one.state;
+		return status;
+	}
+
+	for (int i = 0; i < 2; i++)
+		cur[i] = states[i] ? rl_refill(policy, origin, *states[i], now) :
+			rl_initial_state(policy, origin, now);
+	best = cur[0].value >= cur[1].value ? 0 : 1;
+	total = cur[0].value + cur[1].value - count;
+	floor_value = !reserve ? 0 :
+		policy->has_max_reserved ? -policy->max_reserved : -HUGE_VAL;
+
+	if (cur[best].value - count >= 0)
+	{
+		d->ok = true;
+		d->write[best] = true;
+		d->state[best] = cur[best];
+		d->state[best].value -= count;
+		d->state[1 - best] = cur[1 - best];
+	}
+	else if (total >= 0 || total / 2 >= floor_value)
+	{
+		/* both shards serve it, and are left holding the same */
+		d->ok = true;
+		for (int i = 0; i < 2; i++)
+		{
+			d->write[i] = true;
+			d->state[i] = cur[i];
+			d->state[i].value = total / 2;
+		}
+	}
+
+	if (d->ok)
+	{
+		d->remaining = d->state[0].value + d->state[1].value;
+		d->has_retry = d->remaining < 0;
+		if (d->has_retry)
+		{
+			/* a balanced reservation: both shards pay it back together */
+			status = wait_for_sum(policy, origin, d->state, 2, 0, now,
+								  &d->retry_after);
+			if (status != RL_DECIDED)
+				return status;
+		}
+	}
+	else
+	{
+		bool		found = false;
+		int64_t		wait = 0;
+		RlState		stored[2];
+
+		for (int i = 0; i < 2; i++)
+			stored[i] = states[i] ? *states[i] : cur[i];
+		d->remaining = cur[0].value + cur[1].value;
+		d->has_retry = true;
+		if (count + floor_value <= policy->capacity)
+		{
+			for (int i = 0; i < 2; i++)
+			{
+				status = wait_for_sum(policy, origin, &stored[i], 1,
+									  count + floor_value, now, &wait);
+				take_shorter(status, wait, &found, &d->retry_after);
+			}
+		}
+		status = wait_for_sum(policy, origin, stored, 2,
+							  count + 2 * floor_value, now, &wait);
+		take_shorter(status, wait, &found, &d->retry_after);
+		if (!found)
+			return RL_WAIT_TOO_LONG;
+	}
+
+	if (policy->kind == RL_TOKEN_BUCKET)
+		return wait_for_sum(policy, origin, d->ok ? d->state : cur, 2,
+							2 * policy->capacity, now, &d->reset_after);
+	d->reset_after =
+		rl_window_start(now, origin, policy->period) + policy->period - now;
+	return RL_DECIDED;
+}
+
+/* A retry delay spread over [0, period), from a uniform draw in [0, 1). */
+int64_t
+rl_jitter(int64_t period, double unit_random)
+{
+	int64_t		jitter = (int64_t) (unit_random * (double) period);
+
+	return jitter < period ? jitter : period - 1;
 }

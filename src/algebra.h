@@ -68,6 +68,18 @@ typedef struct RlDecision
 	RlState		state;			/* the state to store when ok */
 } RlDecision;
 
+/* A call on a sharded limit, decided over the one or two shards it holds. */
+typedef struct RlShardDecision
+{
+	bool		ok;
+	bool		has_retry;
+	int64_t		retry_after;
+	double		remaining;		/* over the shards the call holds */
+	int64_t		reset_after;
+	bool		write[2];		/* which shards to store */
+	RlState		state[2];
+} RlShardDecision;
+
 extern const char *rl_kind_name(RlKind kind);
 extern bool rl_kind_parse(const char *name, RlKind *kind);
 
@@ -88,5 +100,10 @@ extern RlState rl_refill(const RlPolicy *policy, int64_t origin,
 extern RlStatus rl_decide(const RlPolicy *policy, int64_t origin,
 						  const RlState *state, int64_t now, double count,
 						  bool reserve, RlDecision *decision);
+extern RlStatus rl_decide_shards(const RlPolicy *shard_policy, int64_t origin,
+								 int nshards, const RlState *const *states,
+								 int64_t now, double count, bool reserve,
+								 RlShardDecision *decision);
+extern int64_t rl_jitter(int64_t period, double unit_random);
 
 #endif							/* RATELIMIT_ALGEBRA_H */

@@ -40,4 +40,33 @@ compat_decode_datetime(char **field, int *ftype, int nf, int *dtype,
 #endif
 }
 
+/* Uniform random draws: pg_prng arrived in PostgreSQL 15. */
+#if PG_VERSION_NUM >= 150000
+#include "common/pg_prng.h"
+
+static inline double
+compat_random_double(void)
+{
+	return pg_prng_double(&pg_global_prng_state);
+}
+
+static inline uint64
+compat_random_below(uint64 n)
+{
+	return pg_prng_uint64_range(&pg_global_prng_state, 0, n - 1);
+}
+#else
+static inline double
+compat_random_double(void)
+{
+	return (double) random() / ((double) MAX_RANDOM_VALUE + 1);
+}
+
+static inline uint64
+compat_random_below(uint64 n)
+{
+	return (uint64) (compat_random_double() * n);
+}
+#endif
+
 #endif							/* RATELIMIT_COMPAT_H */

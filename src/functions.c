@@ -4,10 +4,10 @@
  *	  The SQL-callable functions: arguments in, errors and result rows out.
  *
  * Each function checks its arguments before it touches storage, so bad
- * input changes nothing.  The key may be text, bigint, integer or uuid;
- * one C function serves every overload and stores the key's text form, so
- * 42 and '42' name the same key.  The NULL key (the one limit shared by a
- * name) is stored as '', and so an empty text key is refused.
+ * input changes nothing.  The key may be text, bigint, integer, smallint
+ * or uuid; one C function serves every overload and stores the key's text
+ * form, so 42 and '42' name the same key.  The NULL key (the one limit
+ * shared by a name) is stored as '', and so an empty text key is refused.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +18,7 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -26,15 +27,13 @@
 
 #include "algebra.h"
 #include "clock.h"
+#include "compat.h"
 #include "errors.h"
+#include "limit.h"
 #include "policy.h"
 #include "storage.h"
 
 PG_MODULE_MAGIC;
-
-/* Bounds that keep a (name, key, shard) entry far below btree's limit. */
-#define RL_MAX_NAME_BYTES	256
-#define RL_MAX_KEY_BYTES	1024
 
 /* Argument positions shared by rl_limit, rl_check, rl_value, rl_reset. */
 #define ARG_NAME		0
@@ -43,7 +42,16 @@ PG_MODULE_MAGIC;
 #define ARG_RESERVE		3
 #define ARG_THROWS		4
 #define ARG_CONFIG		5
+#define ARG_JITTER		6
 #define ARG_VALUE_CONFIG 2		/* rl_value(name, key, config) */
+
+/* rl_limit_all(names, keys, counts, reserve, throws, jitter) */
+#define ARG_ALL_NAMES	0
+#define ARG_ALL_KEYS	1
+#define ARG_ALL_COUNTS	2
+#define ARG_ALL_RESERVE 3
+#define ARG_ALL_THROWS	4
+#define ARG_ALL_JITTER	5
 
 /* What a call site looks up once and keeps in fn_extra. */
 typedef struct RlCallCache
@@ -53,16 +61,6 @@ typedef struct RlCallCache
 	TupleDesc	result_desc;	/* blessed, or NULL for void results */
 } RlCallCache;
 
-/* The limit a call addresses, in stored form. */
-typedef struct RlTarget
-{
-	text	   *name;
-	text	   *key;			/* '' for the NULL key */
-	bool		key_is_null;
-	RlPolicy	policy;
-	int64		origin;			/* a window start (fixed window) */
-} RlTarget;
-
 PG_FUNCTION_INFO_V1(rl_define);
 PG_FUNCTION_INFO_V1(rl_undefine);
 PG_FUNCTION_INFO_V1(rl_token_bucket);
@@ -71,6 +69,7 @@ PG_FUNCTION_INFO_V1(rl_limit);
 PG_FUNCTION_INFO_V1(rl_check);
 PG_FUNCTION_INFO_V1(rl_value);
 PG_FUNCTION_INFO_V1(rl_reset);
+PG_FUNCTION_INFO_V1(rl_limit_all);
 
 void		_PG_init(void);
 
@@ -125,199 +124,93 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 				 errmsg("%s must not be null", argname)));
 }
 
-/* The limit name argument, checked. */
+/* The key argument as text, whatever its declared type; NULL for NULL. */
 static text *
-call_name(FunctionCallInfo fcinfo)
+key_as_text(FunctionCallInfo fcinfo, RlCallCache *cache)
 {
-	text	   *name;
-	int			len;
-
-	require_arg(fcinfo, ARG_NAME, "name");
-	name = PG_GETARG_TEXT_PP(ARG_NAME);
-	len = VARSIZE_ANY_EXHDR(name);
-	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("rate limit name must not be empty")));
-	if (len > RL_MAX_NAME_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("rate limit name is too long"),
-				 errdetail("The name is %d bytes; the limit is %d.",
-						   len, RL_MAX_NAME_BYTES)));
-	return name;
-}
-
-/* The key argument in stored text form ('' for NULL), checked. */
-static text *
-call_key(FunctionCallInfo fcinfo, RlCallCache *cache, bool *is_null)
-{
-	text	   *key;
-	int			len;
 	char		buf[MAXINT8LEN + 1];
 
-	*is_null = PG_ARGISNULL(ARG_KEY);
-	if (*is_null)
-		return cstring_to_text("");
-
+	if (PG_ARGISNULL(ARG_KEY))
+		return NULL;
 	switch (cache->key_type)
 	{
 		case TEXTOID:
-			key = PG_GETARG_TEXT_PP(ARG_KEY);
-			break;
+			return PG_GETARG_TEXT_PP(ARG_KEY);
 		case INT8OID:
 			pg_lltoa(PG_GETARG_INT64(ARG_KEY), buf);
-			key = cstring_to_text(buf);
-			break;
+			return cstring_to_text(buf);
 		case INT4OID:
 			pg_ltoa(PG_GETARG_INT32(ARG_KEY), buf);
-			key = cstring_to_text(buf);
-			break;
+			return cstring_to_text(buf);
 		case INT2OID:
 			pg_ltoa(PG_GETARG_INT16(ARG_KEY), buf);
-			key = cstring_to_text(buf);
-			break;
+			return cstring_to_text(buf);
 		case UUIDOID:
-			key = cstring_to_text(DatumGetCString(
-												  DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(ARG_KEY))));
-			break;
+			return cstring_to_text(DatumGetCString(DirectFunctionCall1(uuid_out,
+																	   PG_GETARG_DATUM(ARG_KEY))));
 		default:
 			elog(ERROR, "unexpected rate limit key type %u", cache->key_type);
 	}
-
-	len = VARSIZE_ANY_EXHDR(key);
-	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("rate limit key must not be empty"),
-				 errhint("Pass NULL as the key for the limit shared by the whole name.")));
-	if (len > RL_MAX_KEY_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("rate limit key is too long"),
-				 errdetail("The key is %d bytes; the limit is %d.",
-						   len, RL_MAX_KEY_BYTES)));
-	return key;
+	return NULL;				/* keep the compiler quiet */
 }
 
-/*
- * Find the policy for a call: the stored definition, or the inline config
- * for a name that has none.  Needs rl_storage_begin.
- */
-static void
-resolve_target(FunctionCallInfo fcinfo, RlCallCache *cache, int config_arg,
-			   RlTarget *target)
-{
-	char	   *name = text_to_cstring(target->name);
-	bool		defined;
-
-	defined = rl_storage_get_definition(target->name, &target->policy);
-	if (!PG_ARGISNULL(config_arg))
-	{
-		if (defined)
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_OBJECT),
-					 errmsg("rate limit \"%s\" is already defined", name),
-					 errdetail("An inline config would apply a second policy to the same state."),
-					 errhint("Call it without config, or use another name.")));
-		rl_policy_from_composite(PG_GETARG_HEAPTUPLEHEADER(config_arg),
-								 &target->policy);
-	}
-	else if (!defined)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("rate limit \"%s\" does not exist", name),
-				 errhint("Define it with rl_define(), or pass an inline config.")));
-
-	if (target->policy.shards != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("sharded rate limits are not supported yet"),
-				 errdetail("Rate limit \"%s\" has %d shards.",
-						   name, target->policy.shards)));
-
-	target->origin = rl_window_origin(&target->policy,
-									  VARDATA_ANY(target->name),
-									  VARSIZE_ANY_EXHDR(target->name),
-									  VARDATA_ANY(target->key),
-									  VARSIZE_ANY_EXHDR(target->key),
-									  target->key_is_null);
-	pfree(name);
-}
-
-/* Read name and key; the policy comes later, from resolve_target. */
+/* The name and key arguments, checked. */
 static void
 call_target(FunctionCallInfo fcinfo, RlCallCache *cache, RlTarget *target)
 {
-	target->name = call_name(fcinfo);
-	target->key = call_key(fcinfo, cache, &target->key_is_null);
+	require_arg(fcinfo, ARG_NAME, "name");
+	rl_target_init(target, PG_GETARG_TEXT_PP(ARG_NAME),
+				   key_as_text(fcinfo, cache));
 }
 
-/* Decide, turning an answer beyond RL_MAX_WAIT into an error. */
-static void
-decide(const RlTarget *target, const RlState *state, TimestampTz now,
-	   double count, bool reserve, RlDecision *decision)
+/* The name argument alone, checked (rl_define, rl_undefine). */
+static text *
+call_name(FunctionCallInfo fcinfo)
 {
-	if (rl_decide(&target->policy, target->origin, state, now, count, reserve,
-				  decision) != RL_DECIDED)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("rate limit wait exceeds 1000 years"),
-				 errdetail("The count is too large for the rate of the limit.")));
+	RlTarget	target;
+
+	require_arg(fcinfo, ARG_NAME, "name");
+	rl_target_init(&target, PG_GETARG_TEXT_PP(ARG_NAME), NULL);
+	return target.name;
 }
 
-/*
- * The consuming path: lock the row (creating it if need be), decide at a
- * time read after the lock, and write only a granted decision.
- */
-static void
-consume(const RlTarget *target, double count, bool reserve,
-		RlDecision *decision)
+/* The inline config argument, or NULL. */
+static HeapTupleHeader
+call_config(FunctionCallInfo fcinfo, int argno)
 {
-	RlRowKey	row = {target->name, target->key, 0};
-
-	for (int attempt = 0;; attempt++)
-	{
-		RlState		state;
-		ItemPointerData tid;
-
-		if (rl_storage_lock(&row, &state, &tid))
-		{
-			decide(target, &state, rl_clock_now(), count, reserve, decision);
-			if (decision->ok)
-				rl_storage_update(&tid, &decision->state);
-			return;
-		}
-		decide(target, NULL, rl_clock_now(), count, reserve, decision);
-		if (!decision->ok || rl_storage_insert(&row, &decision->state))
-			return;
-
-		/*
-		 * Another transaction created the row between our lock attempt and
-		 * our insert, and committed; lock its row instead.  Only a stream of
-		 * concurrent rl_reset calls can make this repeat.
-		 */
-		if (attempt >= 100)
-			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("could not lock rate limit state after %d attempts",
-							attempt + 1)));
-	}
+	return PG_ARGISNULL(argno) ? NULL : PG_GETARG_HEAPTUPLEHEADER(argno);
 }
 
-/* The rl_result row for a decision. */
+/* Spread a denied call's retry over [0, period) when asked to. */
+static void
+add_jitter(const RlTarget *target, bool jitter, RlAnswer *answer)
+{
+	if (jitter && !answer->ok)
+		answer->retry_after += rl_jitter(target->policy.period,
+										 compat_random_double());
+}
+
+/* The rl_result row for an answer. */
 static Datum
-result_datum(RlCallCache *cache, const RlDecision *decision)
+result_datum(RlCallCache *cache, const RlAnswer *answer)
 {
 	Datum		values[4];
-	bool		nulls[4] = {false, !decision->has_retry, false, false};
+	bool		nulls[4] = {false, !answer->has_retry, false, false};
 
-	values[0] = BoolGetDatum(decision->ok);
-	values[1] = decision->has_retry ?
-		IntervalPGetDatum(rl_usecs_to_interval(decision->retry_after)) : 0;
-	values[2] = Float8GetDatum(decision->remaining);
-	values[3] = IntervalPGetDatum(rl_usecs_to_interval(decision->reset_after));
+	values[0] = BoolGetDatum(answer->ok);
+	values[1] = answer->has_retry ?
+		IntervalPGetDatum(rl_usecs_to_interval(answer->retry_after)) : 0;
+	values[2] = Float8GetDatum(answer->remaining);
+	values[3] = IntervalPGetDatum(rl_usecs_to_interval(answer->reset_after));
 	return HeapTupleGetDatum(heap_form_tuple(cache->result_desc, values, nulls));
+}
+
+/* Raise RL001 for a refused call. */
+static void
+raise_refused(const RlTarget *target, double count, const RlAnswer *answer)
+{
+	rl_raise_exceeded(target->name, target->key_is_null ? NULL : target->key,
+					  count, answer->remaining, answer->retry_after);
 }
 
 /* rl_limit and rl_check: decide a call, consuming or not. */
@@ -326,54 +219,38 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 {
 	RlCallCache *cache = call_cache(fcinfo);
 	RlTarget	target;
-	RlDecision	decision;
+	RlAnswer	answer;
 	double		count;
 	bool		reserve;
 	bool		throws;
-	const char *problem;
+	bool		jitter;
 
 	call_target(fcinfo, cache, &target);
 	require_arg(fcinfo, ARG_COUNT, "count");
 	require_arg(fcinfo, ARG_RESERVE, "reserve");
 	require_arg(fcinfo, ARG_THROWS, "throws");
+	require_arg(fcinfo, ARG_JITTER, "jitter");
 	count = PG_GETARG_FLOAT8(ARG_COUNT);
 	reserve = PG_GETARG_BOOL(ARG_RESERVE);
 	throws = PG_GETARG_BOOL(ARG_THROWS);
+	jitter = PG_GETARG_BOOL(ARG_JITTER);
 
 	rl_storage_begin(cache->nspid);
-	resolve_target(fcinfo, cache, ARG_CONFIG, &target);
-	problem = rl_count_problem(&target.policy, count, reserve);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s", problem),
-				 reserve && target.policy.has_max_reserved ?
-				 errdetail("The count is %g; the capacity is %g and max_reserved is %g.",
-						   count, target.policy.capacity,
-						   target.policy.max_reserved) :
-				 errdetail("The count is %g; the capacity is %g.",
-						   count, target.policy.capacity)));
-
+	rl_target_resolve(&target, call_config(fcinfo, ARG_CONFIG));
+	rl_target_check_count(&target, count, reserve);
 	if (consuming)
-		consume(&target, count, reserve, &decision);
+		rl_consume(&target, count, reserve, &answer);
 	else
-	{
-		RlRowKey	row = {target.name, target.key, 0};
-		RlState		state;
-		bool		found = rl_storage_read(&row, &state);
-
-		decide(&target, found ? &state : NULL, rl_clock_now(), count, reserve,
-			   &decision);
-	}
+		rl_peek(&target, count, reserve, &answer);
 	rl_storage_end();
 
-	if (!decision.ok && throws)
-		rl_raise_exceeded(target.name, target.key_is_null ? NULL : target.key,
-						  count, decision.remaining, decision.retry_after);
-	PG_RETURN_DATUM(result_datum(cache, &decision));
+	add_jitter(&target, jitter, &answer);
+	if (!answer.ok && throws)
+		raise_refused(&target, count, &answer);
+	PG_RETURN_DATUM(result_datum(cache, &answer));
 }
 
-/* rl_limit(name, key, count, reserve, throws, config): consume tokens. */
+/* rl_limit(name, key, count, reserve, throws, config, jitter): consume. */
 Datum
 rl_limit(PG_FUNCTION_ARGS)
 {
@@ -393,25 +270,16 @@ rl_value(PG_FUNCTION_ARGS)
 {
 	RlCallCache *cache = call_cache(fcinfo);
 	RlTarget	target;
-	RlRowKey	row;
 	RlState		state;
-	bool		found;
-	TimestampTz now;
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
 
 	call_target(fcinfo, cache, &target);
 	rl_storage_begin(cache->nspid);
-	resolve_target(fcinfo, cache, ARG_VALUE_CONFIG, &target);
-	row.name = target.name;
-	row.key = target.key;
-	row.shard = 0;
-	found = rl_storage_read(&row, &state);
+	rl_target_resolve(&target, call_config(fcinfo, ARG_VALUE_CONFIG));
+	state = rl_current(&target);
 	rl_storage_end();
 
-	now = rl_clock_now();
-	state = found ? rl_refill(&target.policy, target.origin, state, now) :
-		rl_initial_state(&target.policy, target.origin, now);
 	values[0] = Float8GetDatum(state.value);
 	values[1] = TimestampTzGetDatum(state.ts);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
@@ -430,6 +298,134 @@ rl_reset(PG_FUNCTION_ARGS)
 	rl_storage_delete(target.name, target.key);
 	rl_storage_end();
 	PG_RETURN_VOID();
+}
+
+/* The elements of a one-dimensional array argument; NULLs allowed. */
+static int
+array_elements(FunctionCallInfo fcinfo, int argno, const char *argname,
+			   Oid elemtype, Datum **values, bool **nulls)
+{
+	ArrayType  *array;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	require_arg(fcinfo, argno, argname);
+	array = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", argname)));
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign,
+					  values, nulls, &n);
+	return n;
+}
+
+/* The rl_all_result row: ok, the longest retry_after, who refused. */
+static Datum
+all_result_datum(RlCallCache *cache, const RlTarget *targets,
+				 const RlAnswer *answers, int n, int refused)
+{
+	Datum		values[4] = {0, 0, 0, 0};
+	bool		nulls[4] = {false, true, true, true};
+	int64		longest = -1;
+
+	for (int i = 0; i < n; i++)
+		if (answers[i].has_retry && answers[i].retry_after > longest)
+			longest = answers[i].retry_after;
+	values[0] = BoolGetDatum(refused < 0);
+	if (longest >= 0)
+	{
+		values[1] = IntervalPGetDatum(rl_usecs_to_interval(longest));
+		nulls[1] = false;
+	}
+	if (refused >= 0)
+	{
+		values[2] = PointerGetDatum(targets[refused].name);
+		nulls[2] = false;
+		values[3] = PointerGetDatum(targets[refused].key);
+		nulls[3] = targets[refused].key_is_null;
+	}
+	return HeapTupleGetDatum(heap_form_tuple(cache->result_desc, values, nulls));
+}
+
+/*
+ * rl_limit_all(names, keys, counts, reserve, throws, jitter): consume from
+ * every limit or from none.
+ */
+Datum
+rl_limit_all(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	Datum	   *names;
+	Datum	   *keys;
+	Datum	   *count_values;
+	bool	   *name_nulls;
+	bool	   *key_nulls;
+	bool	   *count_nulls;
+	int			n;
+	RlTarget   *targets;
+	double	   *counts;
+	RlAnswer   *answers;
+	int			refused;
+	bool		reserve;
+	bool		throws;
+	bool		jitter;
+
+	n = array_elements(fcinfo, ARG_ALL_NAMES, "names", TEXTOID, &names, &name_nulls);
+	if (array_elements(fcinfo, ARG_ALL_KEYS, "keys", TEXTOID, &keys, &key_nulls) != n ||
+		array_elements(fcinfo, ARG_ALL_COUNTS, "counts", FLOAT8OID,
+					   &count_values, &count_nulls) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("names, keys and counts must have the same length")));
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rl_limit_all needs at least one limit")));
+	require_arg(fcinfo, ARG_ALL_RESERVE, "reserve");
+	require_arg(fcinfo, ARG_ALL_THROWS, "throws");
+	require_arg(fcinfo, ARG_ALL_JITTER, "jitter");
+	reserve = PG_GETARG_BOOL(ARG_ALL_RESERVE);
+	throws = PG_GETARG_BOOL(ARG_ALL_THROWS);
+	jitter = PG_GETARG_BOOL(ARG_ALL_JITTER);
+
+	targets = palloc(sizeof(RlTarget) * n);
+	counts = palloc(sizeof(double) * n);
+	answers = palloc0(sizeof(RlAnswer) * n);
+	for (int i = 0; i < n; i++)
+	{
+		if (name_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("names must not contain null")));
+		if (count_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("counts must not contain null")));
+		rl_target_init(&targets[i], DatumGetTextPP(names[i]),
+					   key_nulls[i] ? NULL : DatumGetTextPP(keys[i]));
+		counts[i] = DatumGetFloat8(count_values[i]);
+	}
+
+	rl_storage_begin(cache->nspid);
+	for (int i = 0; i < n; i++)
+	{
+		rl_target_resolve(&targets[i], NULL);
+		rl_target_check_count(&targets[i], counts[i], reserve);
+	}
+	refused = rl_consume_all(targets, counts, n, reserve, answers);
+	rl_storage_end();
+
+	if (refused >= 0)
+	{
+		add_jitter(&targets[refused], jitter, &answers[refused]);
+		if (throws)
+			raise_refused(&targets[refused], counts[refused], &answers[refused]);
+	}
+	PG_RETURN_DATUM(all_result_datum(cache, targets, answers, n, refused));
 }
 
 /* rl_define(name, kind, rate, period, ...): create or replace. */

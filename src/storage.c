@@ -16,6 +16,10 @@
  * for the winner, inserts nothing, and the caller goes back to locking the
  * winner's row, so nobody ever starts from a second full bucket.
  *
+ * A sharded limit locks the shards it probes with SKIP LOCKED first, so a
+ * call passes over a shard another transaction holds; it waits only when
+ * every shard it probed is busy.
+ *
  * Reads for rl_check and rl_value take no lock.  Like the locking read,
  * every statement runs with a fresh snapshot (SPI's read_only = false), so
  * a check sees what an rl_limit earlier in the same statement consumed
@@ -48,6 +52,8 @@ typedef enum RlPlanId
 	PLAN_DELETE_DEFINITION,
 	PLAN_READ,
 	PLAN_LOCK,
+	PLAN_LOCK_SKIP,
+	PLAN_READ_SHARDS,
 	PLAN_INSERT,
 	PLAN_UPDATE,
 	PLAN_DELETE_KEY,
@@ -94,6 +100,16 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"SELECT value, ts, ctid FROM %s.rate_limits WHERE " ROW_MATCH
 		" FOR UPDATE",
 		3, {TEXTOID, TEXTOID, INT2OID}
+	},
+	[PLAN_LOCK_SKIP] = {
+		"SELECT value, ts, ctid FROM %s.rate_limits WHERE " ROW_MATCH
+		" FOR UPDATE SKIP LOCKED",
+		3, {TEXTOID, TEXTOID, INT2OID}
+	},
+	[PLAN_READ_SHARDS] = {
+		"SELECT value, ts, shard FROM %s.rate_limits"
+		" WHERE name" EQ "$1 AND key" EQ "$2",
+		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_INSERT] = {
 		"INSERT INTO %s.rate_limits (name, key, shard, value, ts)"
@@ -187,28 +203,28 @@ run_plan(RlPlanId id, Datum *values, const char *nulls, bool read_only,
 			 (int) id, SPI_result_code_string(rc));
 }
 
-/* Fetch column col of row 0 of the last result; false when it is NULL. */
+/* Fetch column col of a row of the last result; false when it is NULL. */
 static bool
-result_column(int col, Datum *value)
+result_column(uint64 row, int col, Datum *value)
 {
 	bool		isnull;
 
-	*value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+	*value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
 						   col, &isnull);
 	return !isnull;
 }
 
 /*
- * Read the two numbers of the single result row.  A row someone edited by
- * hand into NaN or infinity would poison every later answer: refuse it.
+ * Read the two numbers of a result row.  A row someone edited by hand
+ * into NaN or infinity would poison every later answer: refuse it.
  */
 static void
-result_state(RlState *state)
+result_state(uint64 row, RlState *state)
 {
 	Datum		value;
 	Datum		ts;
 
-	if (!result_column(1, &value) || !result_column(2, &ts))
+	if (!result_column(row, 1, &value) || !result_column(row, 2, &ts))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("rate limit state row has a NULL value or ts")));
@@ -233,7 +249,7 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 	if (SPI_processed == 0)
 		return false;
 	for (int i = 0; i < RL_POLICY_NATTS; i++)
-		nulls[i] = !result_column(i + 1, &values[i]);
+		nulls[i] = !result_column(0, i + 1, &values[i]);
 	rl_policy_from_values(values, nulls, policy);
 	return true;
 }
@@ -287,7 +303,7 @@ rl_storage_read(const RlRowKey *row, RlState *state)
 	run_plan(PLAN_READ, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	result_state(state);
+	result_state(0, state);
 	return true;
 }
 
@@ -305,11 +321,60 @@ rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 	run_plan(PLAN_LOCK, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	result_state(state);
-	if (!result_column(3, &ctid))
+	result_state(0, state);
+	if (!result_column(0, 3, &ctid))
 		elog(ERROR, "locked rate limit row has no ctid");
 	ItemPointerCopy((ItemPointer) DatumGetPointer(ctid), tid);
 	return true;
+}
+
+/*
+ * Lock a state row FOR UPDATE SKIP LOCKED.  When nothing comes back, a
+ * plain read tells a row another transaction holds from no row at all.
+ */
+RlRowStatus
+rl_storage_lock_nowait(const RlRowKey *row, RlState *state, ItemPointer tid)
+{
+	Datum		args[3];
+	Datum		ctid;
+
+	row_args(row, args);
+	run_plan(PLAN_LOCK_SKIP, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		result_state(0, state);
+		if (!result_column(0, 3, &ctid))
+			elog(ERROR, "locked rate limit row has no ctid");
+		ItemPointerCopy((ItemPointer) DatumGetPointer(ctid), tid);
+		return RL_ROW_LOCKED;
+	}
+	return rl_storage_read(row, state) ? RL_ROW_BUSY : RL_ROW_MISSING;
+}
+
+/* Read every shard of one key without locking; found[i] says which exist. */
+void
+rl_storage_read_shards(text *name, text *key, int nshards, RlState *states,
+					   bool *found)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+
+	for (int i = 0; i < nshards; i++)
+		found[i] = false;
+	run_plan(PLAN_READ_SHARDS, args, NULL, false, SPI_OK_SELECT);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		Datum		shard_datum;
+		int			shard;
+
+		/* shards past the current count are left over from a redefinition */
+		if (!result_column(r, 3, &shard_datum))
+			continue;
+		shard = DatumGetInt16(shard_datum);
+		if (shard < 0 || shard >= nshards)
+			continue;
+		result_state(r, &states[shard]);
+		found[shard] = true;
+	}
 }
 
 /*

@@ -23,6 +23,14 @@ typedef struct RlRowKey
 	int16		shard;
 } RlRowKey;
 
+/* What a lock attempt that does not wait found. */
+typedef enum RlRowStatus
+{
+	RL_ROW_LOCKED,				/* locked by us, state and tid filled in */
+	RL_ROW_BUSY,				/* locked by another transaction */
+	RL_ROW_MISSING				/* no row (or one not yet committed) */
+} RlRowStatus;
+
 extern void rl_storage_begin(Oid nspid);
 extern void rl_storage_end(void);
 
@@ -34,6 +42,10 @@ extern bool rl_storage_delete_definition(text *name);
 extern bool rl_storage_read(const RlRowKey *row, RlState *state);
 extern bool rl_storage_lock(const RlRowKey *row, RlState *state,
 							ItemPointer tid);
+extern RlRowStatus rl_storage_lock_nowait(const RlRowKey *row,
+										  RlState *state, ItemPointer tid);
+extern void rl_storage_read_shards(text *name, text *key, int nshards,
+								   RlState *states, bool *found);
 extern bool rl_storage_insert(const RlRowKey *row, const RlState *state);
 extern void rl_storage_update(ItemPointer tid, const RlState *state);
 extern uint64 rl_storage_delete(text *name, text *key);

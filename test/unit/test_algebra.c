@@ -289,6 +289,107 @@ run_too_long(void)
 		   "a wait past 1000 years is reported, not wrapped");
 }
 
+/* Shards: total 10 a minute, capacity 10, 2 shards of 5 a minute, 5 held. */
+static void
+run_shards(void)
+{
+	RlPolicy	whole = bucket(10, MIN, 10);
+	RlPolicy	half;
+	RlShardDecision d;
+	RlState		a;
+	RlState		b;
+	const RlState *both[2] = {&a, &b};
+
+	whole.shards = 2;
+	half = rl_policy_shard(&whole);
+	expect(half.rate == 5 && half.capacity == 5, "a shard gets an even split");
+
+	/* (5, 5), 3 asked: the fuller (first) shard alone serves; 2 + 5 left */
+	a = (RlState) {5, 0};
+	b = (RlState) {5, 0};
+	rl_decide_shards(&half, 0, 2, both, 0, 3, false, &d);
+	expect(d.ok && d.write[0] && !d.write[1] && near(d.state[0].value, 2) &&
+		   near(d.remaining, 7), "shards: the fuller shard serves alone");
+
+	/* (2, 4), 5 asked: neither alone; together 6 - 5 = 1, split 0.5 each */
+	a = (RlState) {2, 0};
+	b = (RlState) {4, 0};
+	rl_decide_shards(&half, 0, 2, both, 0, 5, false, &d);
+	expect(d.ok && d.write[0] && d.write[1] && near(d.state[0].value, 0.5) &&
+		   near(d.state[1].value, 0.5), "shards: both serve, left balanced");
+
+	/*
+	 * (1, 1), 5 asked: denied.  One shard alone needs 4 more at 5 a minute
+	 * (48 s); both together need 3 more at 10 a minute (18 s): 18 s.
+	 */
+	a = (RlState) {1, 0};
+	b = (RlState) {1, 0};
+	rl_decide_shards(&half, 0, 2, both, 0, 5, false, &d);
+	expect(!d.ok && d.has_retry && d.retry_after == 18 * SEC &&
+		   near(d.remaining, 2) && !d.write[0] && !d.write[1],
+		   "shards: denial reports the shorter achievable wait");
+
+	/* the same, reserving: both go to -1.5, paid back together in 18 s */
+	rl_decide_shards(&half, 0, 2, both, 0, 5, true, &d);
+	expect(d.ok && near(d.state[0].value, -1.5) && near(d.state[1].value, -1.5) &&
+		   d.retry_after == 18 * SEC, "shards: a reservation is split evenly");
+
+	/* bounds: 2 shards grant up to the whole capacity, 4 shards half of it */
+	expect(rl_count_problem(&whole, 10, false) == NULL,
+		   "2 shards: a count of the whole capacity is grantable");
+	whole.shards = 4;
+	expect(rl_count_problem(&whole, 5, false) == NULL &&
+		   rl_count_problem(&whole, 5.5, false) != NULL,
+		   "4 shards: at most two shards' capacity");
+}
+
+/*
+ * Over a long random run, shards never grant more in total than one
+ * unsharded limit could: capacity + rate * elapsed.
+ */
+static void
+run_shard_total(void)
+{
+	RlPolicy	whole = bucket(8, MIN, 8);
+	RlPolicy	shard;
+	RlState		s[4];
+	bool		stored[4] = {false, false, false, false};
+	double		granted = 0;
+	int64_t		now = 0;
+	unsigned	seed = 12345;
+
+	whole.shards = 4;
+	shard = rl_policy_shard(&whole);
+	for (int step = 0; step < 20000; step++)
+	{
+		int			i;
+		int			j;
+		double		count;
+		const RlState *pick[2];
+		RlShardDecision d;
+
+		seed = seed * 1103515245 + 12345;
+		now += (seed >> 16) % (2 * SEC);
+		i = (seed >> 8) % 4;
+		j = (i + 1 + (seed >> 4) % 3) % 4;
+		count = 0.5 + (seed >> 20) % 8 * 0.5;	/* 0.5 .. 4: all grantable */
+		pick[0] = stored[i] ? &s[i] : NULL;
+		pick[1] = stored[j] ? &s[j] : NULL;
+		rl_decide_shards(&shard, 0, 2, pick, now, count, false, &d);
+		if (!d.ok)
+			continue;
+		granted += count;
+		if (d.write[0])
+			s[i] = d.state[0], stored[i] = true;
+		if (d.write[1])
+			s[j] = d.state[1], stored[j] = true;
+	}
+	expect(granted <= 8 + 8.0 * now / MIN + 1e-6,
+		   "shards never grant more than the unsharded limit");
+	expect(granted >= 0.9 * (8.0 * now / MIN),
+		   "shards still grant most of what was asked under steady load");
+}
+
 int
 main(void)
 {
@@ -298,6 +399,8 @@ main(void)
 	run_origin();
 	run_checks();
 	run_too_long();
+	run_shards();
+	run_shard_total();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

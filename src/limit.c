@@ -1,0 +1,527 @@
+/*-------------------------------------------------------------------------
+ *
+ * limit.c
+ *	  Deciding calls on a limit: resolving its policy, holding its row (or
+ *	  two of its shards), deciding at a time read after the locks are held,
+ *	  and writing only what a granted decision changed.
+ *
+ * An unsharded limit is one row, locked FOR UPDATE; a key with no row is
+ * created by the granted call itself (see storage.c for the race).  A
+ * sharded limit holds one or two of its N shards: two picked at random and
+ * locked with SKIP LOCKED, waiting on one only when both are busy.  A shard
+ * with no row is first created at full capacity, which is exactly what a
+ * missing row means, so creating it changes no decision.
+ *
+ * rl_consume_all locks every limit of a call in one canonical order (name,
+ * then key, bytewise), decides them all, and writes either all of them or
+ * none, so two calls naming the same limits in any order cannot deadlock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+
+#include "clock.h"
+#include "compat.h"
+#include "limit.h"
+#include "policy.h"
+#include "storage.h"
+
+/* The row, or the up to two shards, a call holds. */
+typedef struct RlHeld
+{
+	int			n;
+	int16		shard[2];
+	bool		stored[2];		/* false: no row yet (a full bucket) */
+	RlState		state[2];
+	ItemPointerData tid[2];
+} RlHeld;
+
+/* Check a name and key (NULL for the shared key) and store them. */
+void
+rl_target_init(RlTarget *target, text *name, text *key)
+{
+	int			len = VARSIZE_ANY_EXHDR(name);
+
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rate limit name must not be empty")));
+	if (len > RL_MAX_NAME_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("rate limit name is too long"),
+				 errdetail("The name is %d bytes; the limit is %d.",
+						   len, RL_MAX_NAME_BYTES)));
+	target->name = name;
+	target->key_is_null = key == NULL;
+	if (key == NULL)
+	{
+		target->key = cstring_to_text("");
+		return;
+	}
+	len = VARSIZE_ANY_EXHDR(key);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rate limit key must not be empty"),
+				 errhint("Pass NULL as the key for the limit shared by the whole name.")));
+	if (len > RL_MAX_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("rate limit key is too long"),
+				 errdetail("The key is %d bytes; the limit is %d.",
+						   len, RL_MAX_KEY_BYTES)));
+	target->key = key;
+}
+
+/*
+ * Find the policy: the stored definition, or the inline config (NULL for
+ * none) for a name that has none.  Needs rl_storage_begin.
+ */
+void
+rl_target_resolve(RlTarget *target, HeapTupleHeader config)
+{
+	char	   *name = text_to_cstring(target->name);
+	bool		defined;
+
+	defined = rl_storage_get_definition(target->name, &target->policy);
+	if (config != NULL)
+	{
+		if (defined)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("rate limit \"%s\" is already defined", name),
+					 errdetail("An inline config would apply a second policy to the same state."),
+					 errhint("Call it without config, or use another name.")));
+		rl_policy_from_composite(config, &target->policy);
+	}
+	else if (!defined)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("rate limit \"%s\" does not exist", name),
+				 errhint("Define it with rl_define(), or pass an inline config.")));
+
+	target->origin = rl_window_origin(&target->policy,
+									  VARDATA_ANY(target->name),
+									  VARSIZE_ANY_EXHDR(target->name),
+									  VARDATA_ANY(target->key),
+									  VARSIZE_ANY_EXHDR(target->key),
+									  target->key_is_null);
+	pfree(name);
+}
+
+/* Refuse a count the limit can never grant. */
+void
+rl_target_check_count(const RlTarget *target, double count, bool reserve)
+{
+	const RlPolicy *p = &target->policy;
+	const char *problem = rl_count_problem(p, count, reserve);
+
+	if (problem == NULL)
+		return;
+	if (p->shards > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem),
+				 errdetail("The count is %g; each of the %d shards holds %g.",
+						   count, p->shards, p->capacity / p->shards)));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s", problem),
+			 reserve && p->has_max_reserved ?
+			 errdetail("The count is %g; the capacity is %g and max_reserved is %g.",
+					   count, p->capacity, p->max_reserved) :
+			 errdetail("The count is %g; the capacity is %g.",
+					   count, p->capacity)));
+}
+
+/* The policy one row of the limit enforces. */
+static RlPolicy
+row_policy(const RlTarget *target)
+{
+	return target->policy.shards == 1 ? target->policy :
+		rl_policy_shard(&target->policy);
+}
+
+/* Decide over the rows a call holds, at a time read after the locks. */
+static void
+decide_held(const RlTarget *target, const RlHeld *held, double count,
+			bool reserve, RlAnswer *answer)
+{
+	RlPolicy	policy = row_policy(target);
+	const RlState *states[2];
+
+	for (int i = 0; i < held->n; i++)
+		states[i] = held->stored[i] ? &held->state[i] : NULL;
+	if (rl_decide_shards(&policy, target->origin, held->n, states,
+						 rl_clock_now(), count, reserve, answer) != RL_DECIDED)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("rate limit wait exceeds 1000 years"),
+				 errdetail("The count is too large for the rate of the limit.")));
+}
+
+/* Write what a granted decision changed in the rows the call holds. */
+static void
+write_held(const RlHeld *held, const RlAnswer *answer)
+{
+	for (int i = 0; i < held->n; i++)
+		if (answer->write[i])
+			rl_storage_update((ItemPointer) &held->tid[i], &answer->state[i]);
+}
+
+/* Create a missing row at full capacity: the same as no row at all. */
+static void
+create_full_row(const RlTarget *target, const RlRowKey *row)
+{
+	RlPolicy	policy = row_policy(target);
+	RlState		full = rl_initial_state(&policy, target->origin,
+										rl_clock_now());
+
+	rl_storage_insert(row, &full);
+}
+
+/* Give up on a row that vanishes as fast as it is created. */
+static void
+check_attempts(int attempt)
+{
+	if (attempt >= 100)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not lock rate limit state after %d attempts",
+						attempt + 1)));
+}
+
+/*
+ * Lock one shard without waiting, creating it (full) if it has no row;
+ * true and added to held when it is ours.
+ */
+static bool
+try_hold_shard(const RlTarget *target, int16 shard, RlHeld *held)
+{
+	RlRowKey	row = {target->name, target->key, shard};
+	int			k = held->n;
+	RlRowStatus status;
+
+	status = rl_storage_lock_nowait(&row, &held->state[k], &held->tid[k]);
+	if (status == RL_ROW_MISSING)
+	{
+		create_full_row(target, &row);
+		status = rl_storage_lock_nowait(&row, &held->state[k], &held->tid[k]);
+	}
+	if (status != RL_ROW_LOCKED)
+		return false;
+	held->shard[k] = shard;
+	held->stored[k] = true;
+	held->n++;
+	return true;
+}
+
+/* A shard's tokens now, read without a lock; a missing row is full. */
+static double
+peek_shard(const RlTarget *target, const RlPolicy *policy, int16 shard,
+		   TimestampTz now)
+{
+	RlRowKey	row = {target->name, target->key, shard};
+	RlState		state;
+
+	if (!rl_storage_read(&row, &state))
+		return policy->capacity;
+	return rl_refill(policy, target->origin, state, now).value;
+}
+
+/*
+ * Hold the shards a call on a sharded limit decides on: of two picked at
+ * random, the fuller one first (skipping it when another transaction holds
+ * it), and the second only when the first cannot serve count alone, so a
+ * call usually holds a single shard.  Waits only when both are busy.
+ */
+static void
+hold_shards(const RlTarget *target, double count, RlHeld *held)
+{
+	RlPolicy	policy = row_policy(target);
+	int			nshards = target->policy.shards;
+
+	for (int attempt = 0;; attempt++)
+	{
+		int16		pick[2];
+		TimestampTz now = rl_clock_now();
+		RlRowKey	row = {target->name, target->key, 0};
+
+		check_attempts(attempt);
+		held->n = 0;
+		pick[0] = (int16) compat_random_below(nshards);
+		pick[1] = (int16) ((pick[0] + 1 + compat_random_below(nshards - 1)) % nshards);
+		if (peek_shard(target, &policy, pick[1], now) >
+			peek_shard(target, &policy, pick[0], now))
+		{
+			int16		swap = pick[0];
+
+			pick[0] = pick[1];
+			pick[1] = swap;
+		}
+
+		if (try_hold_shard(target, pick[0], held) &&
+			rl_refill(&policy, target->origin, held->state[0],
+					  rl_clock_now()).value >= count)
+			return;
+		try_hold_shard(target, pick[1], held);
+		if (held->n > 0)
+			return;
+
+		/* both busy: wait for the fuller one */
+		row.shard = pick[0];
+		if (rl_storage_lock(&row, &held->state[0], &held->tid[0]))
+		{
+			held->shard[0] = pick[0];
+			held->stored[0] = true;
+			held->n = 1;
+			return;
+		}
+	}
+}
+
+/*
+ * Hold the rows a call decides on, all of them existing and locked: the
+ * one row of an unsharded limit, or one or two shards of a sharded one.
+ */
+static void
+hold_rows(const RlTarget *target, double count, RlHeld *held)
+{
+	RlRowKey	row = {target->name, target->key, 0};
+
+	if (target->policy.shards > 1)
+	{
+		hold_shards(target, count, held);
+		return;
+	}
+	for (int attempt = 0;; attempt++)
+	{
+		check_attempts(attempt);
+		held->n = 1;
+		held->shard[0] = 0;
+		held->stored[0] = true;
+		if (rl_storage_lock(&row, &held->state[0], &held->tid[0]))
+			return;
+		create_full_row(target, &row);
+	}
+}
+
+/*
+ * Consume from a limit.  An unsharded key with no row is created by the
+ * granted call itself, in one statement; when another transaction creates
+ * it first, the call locks that row instead.
+ */
+void
+rl_consume(const RlTarget *target, double count, bool reserve,
+		   RlAnswer *answer)
+{
+	RlRowKey	row = {target->name, target->key, 0};
+	RlHeld		held;
+
+	if (target->policy.shards > 1)
+	{
+		hold_rows(target, count, &held);
+		decide_held(target, &held, count, reserve, answer);
+		if (answer->ok)
+			write_held(&held, answer);
+		return;
+	}
+
+	for (int attempt = 0;; attempt++)
+	{
+		check_attempts(attempt);
+		held.n = 1;
+		held.shard[0] = 0;
+		held.stored[0] = rl_storage_lock(&row, &held.state[0], &held.tid[0]);
+		decide_held(target, &held, count, reserve, answer);
+		if (!answer->ok)
+			return;
+		if (held.stored[0])
+		{
+			write_held(&held, answer);
+			return;
+		}
+		if (rl_storage_insert(&row, &answer->state[0]))
+			return;
+		/* another transaction created the row and committed: lock it */
+	}
+}
+
+/* The refilled value of a shard, a missing one counting as full. */
+static double
+shard_value(const RlTarget *target, const RlPolicy *policy, bool found,
+			RlState state, TimestampTz now)
+{
+	return found ? rl_refill(policy, target->origin, state, now).value :
+		policy->capacity;
+}
+
+/*
+ * What rl_consume would answer, locking and writing nothing.  A sharded
+ * limit answers as if the call had picked its two fullest shards.
+ */
+void
+rl_peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer)
+{
+	RlHeld		held;
+	int			nshards = target->policy.shards;
+
+	if (nshards == 1)
+	{
+		RlRowKey	row = {target->name, target->key, 0};
+
+		held.n = 1;
+		held.stored[0] = rl_storage_read(&row, &held.state[0]);
+	}
+	else
+	{
+		RlPolicy	policy = row_policy(target);
+		RlState    *states = palloc(sizeof(RlState) * nshards);
+		bool	   *found = palloc(sizeof(bool) * nshards);
+		TimestampTz now = rl_clock_now();
+		int			best[2] = {-1, -1};
+		double		value[2] = {0, 0};
+
+		rl_storage_read_shards(target->name, target->key, nshards, states, found);
+		for (int s = 0; s < nshards; s++)
+		{
+			double		v = shard_value(target, &policy, found[s], states[s], now);
+
+			if (best[0] < 0 || v > value[0])
+			{
+				best[1] = best[0];
+				value[1] = value[0];
+				best[0] = s;
+				value[0] = v;
+			}
+			else if (best[1] < 0 || v > value[1])
+			{
+				best[1] = s;
+				value[1] = v;
+			}
+		}
+		held.n = 2;
+		for (int i = 0; i < 2; i++)
+		{
+			held.stored[i] = found[best[i]];
+			held.state[i] = states[best[i]];
+		}
+	}
+	decide_held(target, &held, count, reserve, answer);
+}
+
+/* A limit's tokens brought forward to now: the sum over its shards. */
+RlState
+rl_current(const RlTarget *target)
+{
+	RlPolicy	policy = row_policy(target);
+	int			nshards = target->policy.shards;
+	RlState    *states = palloc(sizeof(RlState) * nshards);
+	bool	   *found = palloc(sizeof(bool) * nshards);
+	TimestampTz now = rl_clock_now();
+	RlState		total = rl_initial_state(&policy, target->origin, now);
+
+	rl_storage_read_shards(target->name, target->key, nshards, states, found);
+	total.value = 0;
+	for (int s = 0; s < nshards; s++)
+		total.value += shard_value(target, &policy, found[s], states[s], now);
+	if (nshards == 1 && found[0])
+		total = rl_refill(&policy, target->origin, states[0], now);
+	return total;
+}
+
+/* Bytewise order of two byte strings, shorter first on a shared prefix. */
+static int
+compare_bytes(text *a, text *b)
+{
+	int			la = VARSIZE_ANY_EXHDR(a);
+	int			lb = VARSIZE_ANY_EXHDR(b);
+	int			c = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(la, lb));
+
+	return c != 0 ? c : (la > lb) - (la < lb);
+}
+
+/* The canonical lock order: name, then the NULL key, then key. */
+static int
+compare_targets(const RlTarget *a, const RlTarget *b)
+{
+	int			c = compare_bytes(a->name, b->name);
+
+	if (c != 0)
+		return c;
+	if (a->key_is_null != b->key_is_null)
+		return a->key_is_null ? -1 : 1;
+	return compare_bytes(a->key, b->key);
+}
+
+/*
+ * Consume from n limits, all or nothing.  Limits named more than once
+ * consume their counts summed.  Returns the index of the refusing limit
+ * with the longest retry_after, or -1 when every limit granted.
+ */
+int
+rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
+			   RlAnswer *answers)
+{
+	int		   *order = palloc(sizeof(int) * n);
+	int		   *first = palloc(sizeof(int) * n);	/* index merged into */
+	double	   *total = palloc0(sizeof(double) * n);
+	RlHeld	   *held = palloc(sizeof(RlHeld) * n);
+	int			refused = -1;
+
+	/* canonical order (an insertion sort: calls name a handful of limits) */
+	for (int i = 0; i < n; i++)
+	{
+		int			j = i;
+
+		while (j > 0 && compare_targets(&targets[order[j - 1]], &targets[i]) > 0)
+		{
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+
+		first[i] = (k > 0 && compare_targets(&targets[order[k - 1]], &targets[i]) == 0) ?
+			first[order[k - 1]] : i;
+		total[first[i]] += counts[i];
+	}
+
+	/* lock in canonical order, then decide every limit */
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+
+		if (first[i] != i)
+			continue;
+		rl_target_check_count(&targets[i], total[i], reserve);
+		hold_rows(&targets[i], total[i], &held[i]);
+	}
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+
+		if (first[i] != i)
+			continue;
+		decide_held(&targets[i], &held[i], total[i], reserve, &answers[i]);
+		if (!answers[i].ok &&
+			(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
+			refused = i;
+	}
+
+	/* all or nothing */
+	for (int i = 0; i < n; i++)
+	{
+		if (first[i] != i)
+			answers[i] = answers[first[i]];
+		else if (refused < 0)
+			write_held(&held[i], &answers[i]);
+	}
+	return refused;
+}

@@ -1,0 +1,48 @@
+/*-------------------------------------------------------------------------
+ *
+ * limit.h
+ *	  Deciding calls on one limit or several: which rows a call holds, the
+ *	  decision, and what it writes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef RATELIMIT_LIMIT_H
+#define RATELIMIT_LIMIT_H
+
+#include "postgres.h"
+
+#include "access/htup.h"
+
+#include "algebra.h"
+
+/* Bounds that keep a (name, key, shard) entry far below btree's limit. */
+#define RL_MAX_NAME_BYTES	256
+#define RL_MAX_KEY_BYTES	1024
+
+/* The limit a call addresses, in stored form. */
+typedef struct RlTarget
+{
+	text	   *name;
+	text	   *key;			/* '' for the NULL key */
+	bool		key_is_null;
+	RlPolicy	policy;			/* the whole limit's policy */
+	int64		origin;			/* a window start (fixed window) */
+} RlTarget;
+
+/* What a call answers, whether the limit is sharded or not. */
+typedef RlShardDecision RlAnswer;
+
+extern void rl_target_init(RlTarget *target, text *name, text *key);
+extern void rl_target_resolve(RlTarget *target, HeapTupleHeader config);
+extern void rl_target_check_count(const RlTarget *target, double count,
+								  bool reserve);
+
+extern void rl_consume(const RlTarget *target, double count, bool reserve,
+					   RlAnswer *answer);
+extern void rl_peek(const RlTarget *target, double count, bool reserve,
+					RlAnswer *answer);
+extern RlState rl_current(const RlTarget *target);
+extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
+						   bool reserve, RlAnswer *answers);
+
+#endif							/* RATELIMIT_LIMIT_H */
