@@ -16,12 +16,12 @@ DATA = ratelimit--1.0.sql
 PGFILEDESC = "ratelimit - transactional rate limits"
 
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
-	search_path shards
+	search_path shards limit_all trigger jitter
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
 ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
-	reservations timeouts
+	reservations timeouts limit_all_order shards_skip
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.

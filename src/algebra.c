@@ -133,6 +133,7 @@ rl_policy_shard(const RlPolicy *policy)
 	shard.rate /= policy->shards;
 	shard.capacity /= policy->shards;
 	shard.max_reserved /= policy->shards;
+	shard.shards = 1;			/* the policy of one row */
 	return shard;
 }
 

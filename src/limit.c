@@ -32,6 +32,7 @@
 typedef struct RlHeld
 {
 	int			n;
+	int16		busy;			/* a probed shard left busy, or -1 */
 	int16		shard[2];
 	bool		stored[2];		/* false: no row yet (a full bucket) */
 	RlState		state[2];
@@ -163,6 +164,49 @@ decide_held(const RlTarget *target, const RlHeld *held, double count,
 				 errdetail("The count is too large for the rate of the limit.")));
 }
 
+/*
+ * A sharded call that holds one shard, which cannot serve it alone, while
+ * the other shard it picked is busy: decide over both, reading the busy
+ * one's last committed state without a lock, and write neither.  When the
+ * pair could serve the call it is refused with retry_after zero (the other
+ * shard is in use right now); otherwise it is refused with the shortest
+ * wait after which one shard, or both, could serve it.
+ */
+static void
+decide_with_busy(const RlTarget *target, RlHeld *held, int16 busy,
+				 double count, bool reserve, RlAnswer *answer)
+{
+	RlRowKey	row = {target->name, target->key, busy};
+
+	held->shard[1] = busy;
+	held->stored[1] = rl_storage_read(&row, &held->state[1]);
+	held->n = 2;
+	decide_held(target, held, count, reserve, answer);
+	held->n = 1;
+	if (answer->ok)
+	{
+		answer->ok = false;
+		answer->has_retry = true;
+		answer->retry_after = 0;
+		answer->remaining = held->state[0].value;
+	}
+	answer->write[0] = answer->write[1] = false;
+}
+
+/*
+ * Decide over what hold_rows held.  A busy shard is left only when the held
+ * one could not serve the call alone, so the answer then minds both.
+ */
+static void
+decide_hold(const RlTarget *target, RlHeld *held, double count, bool reserve,
+			RlAnswer *answer)
+{
+	if (held->n == 1 && held->busy >= 0)
+		decide_with_busy(target, held, held->busy, count, reserve, answer);
+	else
+		decide_held(target, held, count, reserve, answer);
+}
+
 /* Write what a granted decision changed in the rows the call holds. */
 static void
 write_held(const RlHeld *held, const RlAnswer *answer)
@@ -222,21 +266,25 @@ try_hold_shard(const RlTarget *target, int16 shard, RlHeld *held)
 /* A shard's tokens now, read without a lock; a missing row is full. */
 static double
 peek_shard(const RlTarget *target, const RlPolicy *policy, int16 shard,
-		   TimestampTz now)
+		   TimestampTz now, bool *exists)
 {
 	RlRowKey	row = {target->name, target->key, shard};
 	RlState		state;
 
-	if (!rl_storage_read(&row, &state))
+	*exists = rl_storage_read(&row, &state);
+	if (!*exists)
 		return policy->capacity;
 	return rl_refill(policy, target->origin, state, now).value;
 }
 
 /*
- * Hold the shards a call on a sharded limit decides on: of two picked at
- * random, the fuller one first (skipping it when another transaction holds
- * it), and the second only when the first cannot serve count alone, so a
- * call usually holds a single shard.  Waits only when both are busy.
+ * Hold the shards a call on a sharded limit decides on.  Of two shards
+ * picked at random, those with rows are tried first, the fuller first,
+ * without waiting (SKIP LOCKED); a shard with no row is created only when
+ * no existing one served, since creating a row waits for anyone creating
+ * it too.  The second shard is taken only when the first cannot serve
+ * count alone, so a call usually holds one row lock.  The call waits only
+ * when both shards are busy.
  */
 static void
 hold_shards(const RlTarget *target, double count, RlHeld *held)
@@ -247,31 +295,51 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 	for (int attempt = 0;; attempt++)
 	{
 		int16		pick[2];
+		bool		exists[2];
+		bool		tried[2] = {false, false};
 		TimestampTz now = rl_clock_now();
 		RlRowKey	row = {target->name, target->key, 0};
 
 		check_attempts(attempt);
 		held->n = 0;
+		held->busy = -1;
 		pick[0] = (int16) compat_random_below(nshards);
 		pick[1] = (int16) ((pick[0] + 1 + compat_random_below(nshards - 1)) % nshards);
-		if (peek_shard(target, &policy, pick[1], now) >
-			peek_shard(target, &policy, pick[0], now))
+		if (peek_shard(target, &policy, pick[1], now, &exists[1]) >
+			peek_shard(target, &policy, pick[0], now, &exists[0]))
 		{
 			int16		swap = pick[0];
+			bool		swap_exists = exists[0];
 
 			pick[0] = pick[1];
+			exists[0] = exists[1];
 			pick[1] = swap;
+			exists[1] = swap_exists;
 		}
 
-		if (try_hold_shard(target, pick[0], held) &&
-			rl_refill(&policy, target->origin, held->state[0],
-					  rl_clock_now()).value >= count)
+		/* rows that exist first, then missing ones; stop once one serves */
+		for (int pass = 0; pass < 2; pass++)
+		{
+			for (int i = 0; i < 2; i++)
+			{
+				if (tried[i] || exists[i] != (pass == 0))
+					continue;
+				tried[i] = true;
+				if (try_hold_shard(target, pick[i], held) && held->n == 1 &&
+					rl_refill(&policy, target->origin, held->state[0],
+							  rl_clock_now()).value >= count)
+					return;
+			}
+		}
+		if (held->n == 1)
+		{
+			held->busy = held->shard[0] == pick[0] ? pick[1] : pick[0];
 			return;
-		try_hold_shard(target, pick[1], held);
-		if (held->n > 0)
+		}
+		if (held->n == 2)
 			return;
 
-		/* both busy: wait for the fuller one */
+		/* both busy: now wait for the fuller one */
 		row.shard = pick[0];
 		if (rl_storage_lock(&row, &held->state[0], &held->tid[0]))
 		{
@@ -297,6 +365,7 @@ hold_rows(const RlTarget *target, double count, RlHeld *held)
 		hold_shards(target, count, held);
 		return;
 	}
+	held->busy = -1;
 	for (int attempt = 0;; attempt++)
 	{
 		check_attempts(attempt);
@@ -324,7 +393,7 @@ rl_consume(const RlTarget *target, double count, bool reserve,
 	if (target->policy.shards > 1)
 	{
 		hold_rows(target, count, &held);
-		decide_held(target, &held, count, reserve, answer);
+		decide_hold(target, &held, count, reserve, answer);
 		if (answer->ok)
 			write_held(&held, answer);
 		return;
@@ -509,7 +578,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 
 		if (first[i] != i)
 			continue;
-		decide_held(&targets[i], &held[i], total[i], reserve, &answers[i]);
+		decide_hold(&targets[i], &held[i], total[i], reserve, &answers[i]);
 		if (!answers[i].ok &&
 			(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
 			refused = i;
