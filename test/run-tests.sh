@@ -34,6 +34,9 @@ if ! PGISOLATIONTIMEOUT=60 make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" insta
 	[ -f "$RL_REPO/output_iso/regression.diffs" ] && cat "$RL_REPO/output_iso/regression.diffs"
 fi
 
+rl_log "examples"
+"$RL_REPO/test/run-examples.sh" || failed+=(examples)
+
 rl_log "stress test (pgbench, 16 clients)"
 "$RL_REPO/test/stress/stress.sh" || failed+=(stress)
 
