@@ -3,6 +3,7 @@
 #   make run    build, install into ./tmp, start a throwaway cluster, run the demo
 #               (KEEP=1 leaves the cluster running; make stop stops it)
 #   make test   the same cluster, every test suite, then stop; non-zero on failure
+#   make bench  a throwaway cluster and the benchmarks, printed as one table
 #
 # Packagers: plain `make && make install` (PG_CONFIG=...) builds against any
 # pg_config, and `make installcheck` runs the regression suites against a
@@ -35,7 +36,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit
+.PHONY: run stop test unit bench
 run:
 	test/run-demo.sh
 
@@ -44,6 +45,9 @@ stop:
 
 test:
 	test/run-tests.sh
+
+bench:
+	test/bench/run.sh
 
 unit: test/unit/test_algebra
 	test/unit/test_algebra
