@@ -154,6 +154,14 @@ key_as_text(FunctionCallInfo fcinfo, RlCallCache *cache)
 	return NULL;				/* keep the compiler quiet */
 }
 
+/* A boolean argument that must not be NULL. */
+static bool
+required_bool(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	require_arg(fcinfo, argno, argname);
+	return PG_GETARG_BOOL(argno);
+}
+
 /* The name and key arguments, checked. */
 static void
 call_target(FunctionCallInfo fcinfo, RlCallCache *cache, RlTarget *target)
@@ -227,13 +235,10 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 
 	call_target(fcinfo, cache, &target);
 	require_arg(fcinfo, ARG_COUNT, "count");
-	require_arg(fcinfo, ARG_RESERVE, "reserve");
-	require_arg(fcinfo, ARG_THROWS, "throws");
-	require_arg(fcinfo, ARG_JITTER, "jitter");
 	count = PG_GETARG_FLOAT8(ARG_COUNT);
-	reserve = PG_GETARG_BOOL(ARG_RESERVE);
-	throws = PG_GETARG_BOOL(ARG_THROWS);
-	jitter = PG_GETARG_BOOL(ARG_JITTER);
+	reserve = required_bool(fcinfo, ARG_RESERVE, "reserve");
+	throws = required_bool(fcinfo, ARG_THROWS, "throws");
+	jitter = required_bool(fcinfo, ARG_JITTER, "jitter");
 
 	rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_CONFIG));
@@ -385,12 +390,9 @@ rl_limit_all(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("rl_limit_all needs at least one limit")));
-	require_arg(fcinfo, ARG_ALL_RESERVE, "reserve");
-	require_arg(fcinfo, ARG_ALL_THROWS, "throws");
-	require_arg(fcinfo, ARG_ALL_JITTER, "jitter");
-	reserve = PG_GETARG_BOOL(ARG_ALL_RESERVE);
-	throws = PG_GETARG_BOOL(ARG_ALL_THROWS);
-	jitter = PG_GETARG_BOOL(ARG_ALL_JITTER);
+	reserve = required_bool(fcinfo, ARG_ALL_RESERVE, "reserve");
+	throws = required_bool(fcinfo, ARG_ALL_THROWS, "throws");
+	jitter = required_bool(fcinfo, ARG_ALL_JITTER, "jitter");
 
 	targets = palloc(sizeof(RlTarget) * n);
 	counts = palloc(sizeof(double) * n);

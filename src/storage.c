@@ -237,6 +237,18 @@ result_state(uint64 row, RlState *state)
 				 errmsg("rate limit state row holds a non-finite value or ts")));
 }
 
+/* The state and address of the single row a locking read returned. */
+static void
+result_locked(RlState *state, ItemPointer tid)
+{
+	Datum		ctid;
+
+	result_state(0, state);
+	if (!result_column(0, 3, &ctid))
+		elog(ERROR, "locked rate limit row has no ctid");
+	ItemPointerCopy((ItemPointer) DatumGetPointer(ctid), tid);
+}
+
 /* Find a definition; false when the name has none. */
 bool
 rl_storage_get_definition(text *name, RlPolicy *policy)
@@ -315,16 +327,12 @@ bool
 rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
 	Datum		args[3];
-	Datum		ctid;
 
 	row_args(row, args);
 	run_plan(PLAN_LOCK, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	result_state(0, state);
-	if (!result_column(0, 3, &ctid))
-		elog(ERROR, "locked rate limit row has no ctid");
-	ItemPointerCopy((ItemPointer) DatumGetPointer(ctid), tid);
+	result_locked(state, tid);
 	return true;
 }
 
@@ -336,16 +344,12 @@ RlRowStatus
 rl_storage_lock_nowait(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
 	Datum		args[3];
-	Datum		ctid;
 
 	row_args(row, args);
 	run_plan(PLAN_LOCK_SKIP, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 	{
-		result_state(0, state);
-		if (!result_column(0, 3, &ctid))
-			elog(ERROR, "locked rate limit row has no ctid");
-		ItemPointerCopy((ItemPointer) DatumGetPointer(ctid), tid);
+		result_locked(state, tid);
 		return RL_ROW_LOCKED;
 	}
 	return rl_storage_read(row, state) ? RL_ROW_BUSY : RL_ROW_MISSING;
