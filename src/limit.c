@@ -84,7 +84,6 @@ rl_target_init(RlTarget *target, text *name, text *key)
 void
 rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 {
-	char	   *name = text_to_cstring(target->name);
 	bool		defined;
 
 	defined = rl_storage_get_definition(target->name, &target->policy);
@@ -93,7 +92,8 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 		if (defined)
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
-					 errmsg("rate limit \"%s\" is already defined", name),
+					 errmsg("rate limit \"%s\" is already defined",
+							text_to_cstring(target->name)),
 					 errdetail("An inline config would apply a second policy to the same state."),
 					 errhint("Call it without config, or use another name.")));
 		rl_policy_from_composite(config, &target->policy);
@@ -101,7 +101,8 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 	else if (!defined)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("rate limit \"%s\" does not exist", name),
+				 errmsg("rate limit \"%s\" does not exist",
+						text_to_cstring(target->name)),
 				 errhint("Define it with rl_define(), or pass an inline config.")));
 
 	target->origin = rl_window_origin(&target->policy,
@@ -110,7 +111,6 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 									  VARDATA_ANY(target->key),
 									  VARSIZE_ANY_EXHDR(target->key),
 									  target->key_is_null);
-	pfree(name);
 }
 
 /* Refuse a count the limit can never grant. */
