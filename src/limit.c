@@ -491,14 +491,15 @@ rl_current(const RlTarget *target)
 	RlState    *states = palloc(sizeof(RlState) * nshards);
 	bool	   *found = palloc(sizeof(bool) * nshards);
 	TimestampTz now = rl_clock_now();
-	RlState		total = rl_initial_state(&policy, target->origin, now);
+	RlState		total;
 
 	rl_storage_read_shards(target->name, target->key, nshards, states, found);
+	if (nshards == 1 && found[0])
+		return rl_refill(&policy, target->origin, states[0], now);
+	total = rl_initial_state(&policy, target->origin, now);
 	total.value = 0;
 	for (int s = 0; s < nshards; s++)
 		total.value += shard_value(target, &policy, found[s], states[s], now);
-	if (nshards == 1 && found[0])
-		total = rl_refill(&policy, target->origin, states[0], now);
 	return total;
 }
 

@@ -319,6 +319,20 @@ rl_storage_read(const RlRowKey *row, RlState *state)
 	return true;
 }
 
+/* Run a locking read of one row; true with state and tid when it locked. */
+static bool
+lock_row(RlPlanId id, const RlRowKey *row, RlState *state, ItemPointer tid)
+{
+	Datum		args[3];
+
+	row_args(row, args);
+	run_plan(id, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	result_locked(state, tid);
+	return true;
+}
+
 /*
  * Lock a state row FOR UPDATE and read it; false when there is none.  tid
  * receives the locked version's address for rl_storage_update.
@@ -326,14 +340,7 @@ rl_storage_read(const RlRowKey *row, RlState *state)
 bool
 rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
-	Datum		args[3];
-
-	row_args(row, args);
-	run_plan(PLAN_LOCK, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return false;
-	result_locked(state, tid);
-	return true;
+	return lock_row(PLAN_LOCK, row, state, tid);
 }
 
 /*
@@ -343,15 +350,8 @@ rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 RlRowStatus
 rl_storage_lock_nowait(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
-	Datum		args[3];
-
-	row_args(row, args);
-	run_plan(PLAN_LOCK_SKIP, args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		result_locked(state, tid);
+	if (lock_row(PLAN_LOCK_SKIP, row, state, tid))
 		return RL_ROW_LOCKED;
-	}
 	return rl_storage_read(row, state) ? RL_ROW_BUSY : RL_ROW_MISSING;
 }
 

@@ -1,18 +1,12 @@
 -- The baselines rl_limit is measured against (make bench), on a table laid
--- out like rate_limits:
+-- out like rate_limits (LIKE copies columns, collations and the primary
+-- key, not storage parameters, so the fillfactor is repeated):
 --   bench_bare_update(n): one bare UPDATE per key, the cheapest durable
 --     row change PostgreSQL can make;
 --   bench_plpgsql_limit(name, key, count): the token bucket of the seed
 --     article written the way people paste it: SELECT ... FOR UPDATE,
 --     compute, UPDATE (or INSERT for a new key).
-CREATE TABLE bench_state (
-	name text COLLATE "C" NOT NULL,
-	key text COLLATE "C" NOT NULL,
-	shard smallint NOT NULL,
-	value float8 NOT NULL,
-	ts timestamptz NOT NULL,
-	PRIMARY KEY (name, key, shard)
-) WITH (fillfactor = 90);
+CREATE TABLE bench_state (LIKE rate_limits INCLUDING ALL) WITH (fillfactor = 90);
 
 CREATE FUNCTION bench_bare_update(n int) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
