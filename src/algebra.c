@@ -239,6 +239,24 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 }
 
 /*
+ * Whether a stored state is indistinguishable from no state at all, now
+ * and at every later time: brought forward to now it is exactly the state
+ * a missing row starts from (full, and counted at the same instant).  The
+ * refill never decreases and is capped at capacity, so once full a row
+ * stays full at every later time; a reservation outstanding (a negative
+ * value) or a window not yet over keeps the row.
+ */
+bool
+rl_state_is_idle(const RlPolicy *policy, int64_t origin, RlState state,
+				 int64_t now)
+{
+	RlState		current = rl_refill(policy, origin, state, now);
+	RlState		fresh = rl_initial_state(policy, origin, now);
+
+	return current.value >= fresh.value && current.ts == fresh.ts;
+}
+
+/*
  * How long from now until state, left alone, holds at least target tokens
  * (target <= capacity).  RL_WAIT_TOO_LONG when that is past RL_MAX_WAIT.
  */

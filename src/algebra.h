@@ -97,6 +97,8 @@ extern RlState rl_initial_state(const RlPolicy *policy, int64_t origin,
 								int64_t now);
 extern RlState rl_refill(const RlPolicy *policy, int64_t origin,
 						 RlState state, int64_t now);
+extern bool rl_state_is_idle(const RlPolicy *policy, int64_t origin,
+							 RlState state, int64_t now);
 extern RlStatus rl_decide(const RlPolicy *policy, int64_t origin,
 						  const RlState *state, int64_t now, double count,
 						  bool reserve, RlDecision *decision);

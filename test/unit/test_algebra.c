@@ -390,6 +390,54 @@ run_shard_total(void)
 		   "shards still grant most of what was asked under steady load");
 }
 
+/*
+ * An idle row (what rl_gc deletes) must answer every later call exactly
+ * as a missing row does; a row still refilling, a reservation outstanding
+ * or a window still running is not idle.
+ */
+static void
+run_idle(void)
+{
+	RlPolicy	b = bucket(10, MIN, 10);
+	RlPolicy	w = window(10, MIN, 10, 0);
+	RlState		drained = {4, 0};
+	RlState		reserved = {-5, 0};
+	RlState		future = {10, 2 * MIN};
+
+	/* 6 tokens at 10/min refill in 36 s */
+	expect(!rl_state_is_idle(&b, 0, drained, 35 * SEC), "bucket: still refilling at 35 s");
+	expect(rl_state_is_idle(&b, 0, drained, 36 * SEC), "bucket: idle once full at 36 s");
+	expect(rl_state_is_idle(&b, 0, drained, HOUR), "bucket: idle long after");
+	/* -5 needs 15 tokens: 90 s */
+	expect(!rl_state_is_idle(&b, 0, reserved, 89 * SEC), "bucket: reservation outstanding");
+	expect(rl_state_is_idle(&b, 0, reserved, 90 * SEC), "bucket: reservation paid back");
+	/* a row counted at a later time than now is not what a new row is */
+	expect(!rl_state_is_idle(&b, 0, future, MIN), "bucket: row from the future kept");
+	/* a window: drained at 0, full again when the next window starts */
+	expect(!rl_state_is_idle(&w, 0, drained, 59 * SEC), "window: same window kept");
+	expect(rl_state_is_idle(&w, 0, drained, MIN), "window: idle in the next window");
+	expect(!rl_state_is_idle(&w, 0, reserved, MIN), "window: -5 + 10 is not full");
+	expect(rl_state_is_idle(&w, 0, reserved, 2 * MIN), "window: full after two windows");
+	/* a full window in progress is idle: a missing row starts the same */
+	expect(rl_state_is_idle(&w, 0, (RlState) {10, MIN}, MIN + 5 * SEC),
+		   "window: full in its own window");
+
+	/* idle means every later decision equals a missing row's */
+	for (int64_t later = 36 * SEC; later < 5 * MIN; later += 7 * SEC)
+	{
+		RlDecision	with_row;
+		RlDecision	without;
+
+		rl_decide(&b, 0, &drained, later, 3, false, &with_row);
+		rl_decide(&b, 0, NULL, later, 3, false, &without);
+		expect(with_row.ok == without.ok &&
+			   with_row.state.value == without.state.value &&
+			   with_row.state.ts == without.state.ts &&
+			   with_row.reset_after == without.reset_after,
+			   "bucket: an idle row decides like a missing one");
+	}
+}
+
 int
 main(void)
 {
@@ -401,6 +449,7 @@ main(void)
 	run_too_long();
 	run_shards();
 	run_shard_total();
+	run_idle();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
