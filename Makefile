@@ -11,18 +11,18 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/algebra.o src/clock.o src/errors.o src/functions.o src/limit.o \
+OBJS = src/algebra.o src/clock.o src/errors.o src/functions.o src/gc.o src/limit.o \
 	src/policy.o src/storage.o src/trigger.o
-DATA = ratelimit--1.0.sql
+DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql
 PGFILEDESC = "ratelimit - transactional rate limits"
 
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
-	search_path shards limit_all trigger jitter
+	search_path shards limit_all trigger jitter gc status upgrade
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
 ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
-	reservations timeouts limit_all_order shards_skip
+	reservations timeouts limit_all_order shards_skip gc_skip_locked
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.

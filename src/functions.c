@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "errors.h"
+#include "gc.h"
 #include "limit.h"
 #include "policy.h"
 #include "storage.h"
@@ -70,6 +71,8 @@ PG_FUNCTION_INFO_V1(rl_check);
 PG_FUNCTION_INFO_V1(rl_value);
 PG_FUNCTION_INFO_V1(rl_reset);
 PG_FUNCTION_INFO_V1(rl_limit_all);
+PG_FUNCTION_INFO_V1(rl_gc);
+PG_FUNCTION_INFO_V1(rl_status_row);
 
 void		_PG_init(void);
 
@@ -471,6 +474,62 @@ rl_undefine(PG_FUNCTION_ARGS)
 				 errmsg("rate limit \"%s\" does not exist",
 						text_to_cstring(name))));
 	PG_RETURN_VOID();
+}
+
+/* rl_gc(max_rows): delete up to max_rows idle state rows. */
+Datum
+rl_gc(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	int32		max_rows;
+	uint64		removed;
+
+	require_arg(fcinfo, 0, "max_rows");
+	max_rows = PG_GETARG_INT32(0);
+	if (max_rows <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_rows must be positive"),
+				 errdetail("max_rows is %d.", max_rows)));
+	rl_storage_begin(cache->nspid);
+	removed = rl_gc_run((uint64) max_rows);
+	rl_storage_end();
+	PG_RETURN_INT64((int64) removed);
+}
+
+/*
+ * rl_status_row(policy, name, key, value, ts): one stored row brought
+ * forward to now, for the view rl_status.  STRICT: a row with no
+ * definition has no known policy.
+ */
+Datum
+rl_status_row(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	RlPolicy	policy;
+	RlTarget	target;
+	RlState		stored;
+	RlState		current;
+	int64		reset_after;
+	bool		idle;
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	rl_policy_from_composite(PG_GETARG_HEAPTUPLEHEADER(0), &policy);
+	rl_target_for_row(&target, PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
+					  &policy);
+	stored.value = PG_GETARG_FLOAT8(3);
+	stored.ts = PG_GETARG_TIMESTAMPTZ(4);
+	nulls[3] = !rl_row_now(&target, stored, &current, &reset_after, &idle);
+
+	values[0] = Float8GetDatum(current.value);
+	values[1] = TimestampTzGetDatum(current.ts);
+	values[2] = Float8GetDatum(current.value > 0 ? current.value : 0);
+	values[3] = nulls[3] ? (Datum) 0 :
+		PointerGetDatum(rl_usecs_to_interval(reset_after));
+	values[4] = BoolGetDatum(idle);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
+													  values, nulls)));
 }
 
 /*

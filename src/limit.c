@@ -77,6 +77,18 @@ rl_target_init(RlTarget *target, text *name, text *key)
 	target->key = key;
 }
 
+/* The window phase of a target whose policy is known. */
+static void
+set_origin(RlTarget *target)
+{
+	target->origin = rl_window_origin(&target->policy,
+									  VARDATA_ANY(target->name),
+									  VARSIZE_ANY_EXHDR(target->name),
+									  VARDATA_ANY(target->key),
+									  VARSIZE_ANY_EXHDR(target->key),
+									  target->key_is_null);
+}
+
 /*
  * Find the policy: the stored definition, or the inline config (NULL for
  * none) for a name that has none.  Needs rl_storage_begin.
@@ -104,13 +116,22 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 				 errmsg("rate limit \"%s\" does not exist",
 						text_to_cstring(target->name)),
 				 errhint("Define it with rl_define(), or pass an inline config.")));
+	set_origin(target);
+}
 
-	target->origin = rl_window_origin(&target->policy,
-									  VARDATA_ANY(target->name),
-									  VARSIZE_ANY_EXHDR(target->name),
-									  VARDATA_ANY(target->key),
-									  VARSIZE_ANY_EXHDR(target->key),
-									  target->key_is_null);
+/*
+ * A target for a row already stored, with its name's policy: the key ''
+ * is the NULL key.  Stored names and keys passed rl_target_init once.
+ */
+void
+rl_target_for_row(RlTarget *target, text *name, text *key,
+				  const RlPolicy *policy)
+{
+	target->name = name;
+	target->key = key;
+	target->key_is_null = VARSIZE_ANY_EXHDR(key) == 0;
+	target->policy = *policy;
+	set_origin(target);
 }
 
 /* Refuse a count the limit can never grant. */
@@ -501,6 +522,40 @@ rl_current(const RlTarget *target)
 	for (int s = 0; s < nshards; s++)
 		total.value += shard_value(target, &policy, found[s], states[s], now);
 	return total;
+}
+
+/*
+ * Whether one stored row (one shard) of a target is idle: refilled to
+ * full, so that deleting it changes no later decision (rl_gc).
+ */
+bool
+rl_row_is_idle(const RlTarget *target, RlState state)
+{
+	RlPolicy	policy = row_policy(target);
+
+	return rl_state_is_idle(&policy, target->origin, state, rl_clock_now());
+}
+
+/*
+ * One stored row brought forward to now, for rl_status: its state, the
+ * time until it is full again (token bucket) or its next window starts,
+ * false for that time when it lies beyond the longest wait, and whether
+ * rl_gc would delete it.
+ */
+bool
+rl_row_now(const RlTarget *target, RlState stored, RlState *current,
+		   int64 *reset_after, bool *idle)
+{
+	RlPolicy	policy = row_policy(target);
+	TimestampTz now = rl_clock_now();
+	RlDecision	d = {0};
+	RlStatus	status;
+
+	*current = rl_refill(&policy, target->origin, stored, now);
+	*idle = rl_state_is_idle(&policy, target->origin, stored, now);
+	status = rl_decide(&policy, target->origin, &stored, now, 0, false, &d);
+	*reset_after = d.reset_after;
+	return status == RL_DECIDED;
 }
 
 /* Bytewise order of two byte strings, shorter first on a shared prefix. */

@@ -34,6 +34,8 @@ typedef RlShardDecision RlAnswer;
 
 extern void rl_target_init(RlTarget *target, text *name, text *key);
 extern void rl_target_resolve(RlTarget *target, HeapTupleHeader config);
+extern void rl_target_for_row(RlTarget *target, text *name, text *key,
+							  const RlPolicy *policy);
 extern void rl_target_check_count(const RlTarget *target, double count,
 								  bool reserve);
 
@@ -42,6 +44,9 @@ extern void rl_consume(const RlTarget *target, double count, bool reserve,
 extern void rl_peek(const RlTarget *target, double count, bool reserve,
 					RlAnswer *answer);
 extern RlState rl_current(const RlTarget *target);
+extern bool rl_row_is_idle(const RlTarget *target, RlState state);
+extern bool rl_row_now(const RlTarget *target, RlState stored,
+					   RlState *current, int64 *reset_after, bool *idle);
 extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
 						   bool reserve, RlAnswer *answers);
 

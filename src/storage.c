@@ -58,12 +58,14 @@ typedef enum RlPlanId
 	PLAN_UPDATE,
 	PLAN_DELETE_KEY,
 	PLAN_DELETE_NAME,
+	PLAN_DELETE_ROW,
+	PLAN_SCAN,
 	PLAN_COUNT
 } RlPlanId;
 
 typedef struct RlPlanSpec
 {
-	const char *sql;			/* %s stands for the quoted schema name */
+	const char *sql;			/* each %s stands for the quoted schema name */
 	int			nargs;
 	Oid			argtypes[8];
 } RlPlanSpec;
@@ -130,7 +132,32 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"DELETE FROM %s.rate_limits WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
+	[PLAN_DELETE_ROW] = {
+		"DELETE FROM %s.rate_limits WHERE ctid" EQ "$1",
+		1, {TIDOID}
+	},
+	/* columns 1-2 as in PLAN_READ, so result_state reads them */
+	[PLAN_SCAN] = {
+		"SELECT s.value, s.ts, s.name, s.key, s.shard,"
+		" d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,"
+		" d.start"
+		" FROM %s.rate_limits s JOIN %s.rl_definitions d"
+		" ON d.name" EQ "s.name",
+		0, {InvalidOid}
+	},
 };
+
+/* A scan of every state row that has a definition, a batch at a time. */
+struct RlScan
+{
+	Portal		portal;
+	SPITupleTable *batch;		/* the rows fetched last */
+	uint64		nrows;
+	uint64		next;
+};
+
+#define SCAN_BATCH_ROWS 1000
+#define SCAN_FIRST_POLICY_COL 6
 
 static SPIPlanPtr plans[PLAN_COUNT];
 static Oid	plans_nspid = InvalidOid;
@@ -160,7 +187,7 @@ prepare_plans(Oid nspid)
 			plans[i] = NULL;
 		}
 		initStringInfo(&sql);
-		appendStringInfo(&sql, plan_specs[i].sql, quoted);
+		appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted);
 		plan = SPI_prepare(sql.data, plan_specs[i].nargs,
 						   (Oid *) plan_specs[i].argtypes);
 		if (plan == NULL)
@@ -191,27 +218,44 @@ rl_storage_end(void)
 		elog(ERROR, "SPI_finish failed");
 }
 
-/* Run a kept plan; raise on any result but the expected one. */
+/*
+ * Run a kept plan; raise on any result but the expected one.  Each caller
+ * copies what it needs out of the result before the next statement, so
+ * the previous result is freed first: a long rl_gc runs many statements.
+ */
 static void
 run_plan(RlPlanId id, Datum *values, const char *nulls, bool read_only,
 		 int expected)
 {
-	int			rc = SPI_execute_plan(plans[id], values, nulls, read_only, 0);
+	int			rc;
+
+	if (SPI_tuptable != NULL)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		SPI_tuptable = NULL;
+	}
+	rc = SPI_execute_plan(plans[id], values, nulls, read_only, 0);
 
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_plan failed for plan %d: %s",
 			 (int) id, SPI_result_code_string(rc));
 }
 
+/* Fetch column col of a row of a result; false when it is NULL. */
+static bool
+table_column(SPITupleTable *table, uint64 row, int col, Datum *value)
+{
+	bool		isnull;
+
+	*value = SPI_getbinval(table->vals[row], table->tupdesc, col, &isnull);
+	return !isnull;
+}
+
 /* Fetch column col of a row of the last result; false when it is NULL. */
 static bool
 result_column(uint64 row, int col, Datum *value)
 {
-	bool		isnull;
-
-	*value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-						   col, &isnull);
-	return !isnull;
+	return table_column(SPI_tuptable, row, col, value);
 }
 
 /*
@@ -219,12 +263,13 @@ result_column(uint64 row, int col, Datum *value)
  * into NaN or infinity would poison every later answer: refuse it.
  */
 static void
-result_state(uint64 row, RlState *state)
+table_state(SPITupleTable *table, uint64 row, RlState *state)
 {
 	Datum		value;
 	Datum		ts;
 
-	if (!result_column(row, 1, &value) || !result_column(row, 2, &ts))
+	if (!table_column(table, row, 1, &value) ||
+		!table_column(table, row, 2, &ts))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("rate limit state row has a NULL value or ts")));
@@ -235,6 +280,13 @@ result_state(uint64 row, RlState *state)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("rate limit state row holds a non-finite value or ts")));
+}
+
+/* The two numbers of a row of the last result. */
+static void
+result_state(uint64 row, RlState *state)
+{
+	table_state(SPI_tuptable, row, state);
 }
 
 /* The state and address of the single row a locking read returned. */
@@ -419,4 +471,84 @@ rl_storage_delete(text *name, text *key)
 
 	run_plan(PLAN_DELETE_KEY, args, NULL, false, SPI_OK_DELETE);
 	return SPI_processed;
+}
+
+/* Delete the state row version the caller locked. */
+void
+rl_storage_delete_row(ItemPointer tid)
+{
+	Datum		args[1] = {PointerGetDatum(tid)};
+
+	run_plan(PLAN_DELETE_ROW, args, NULL, false, SPI_OK_DELETE);
+	if (SPI_processed != 1)
+		elog(ERROR, "locked rate limit row vanished before its delete");
+}
+
+/*
+ * Start a scan of every state row whose name has a definition, with that
+ * definition, reading a fresh snapshot and locking nothing.  Rows come a
+ * batch at a time, so memory stays bounded however large the table.
+ */
+RlScan *
+rl_storage_scan_begin(void)
+{
+	RlScan	   *scan = palloc0(sizeof(RlScan));
+
+	scan->portal = SPI_cursor_open(NULL, plans[PLAN_SCAN], NULL, NULL, false);
+	return scan;
+}
+
+/*
+ * The next row of a scan; false at the end.  What row points to stays
+ * valid until the next call.
+ */
+bool
+rl_storage_scan_next(RlScan *scan, RlScanRow *row)
+{
+	SPITupleTable *t;
+	Datum		values[RL_POLICY_NATTS];
+	bool		nulls[RL_POLICY_NATTS];
+	Datum		d;
+
+	if (scan->next >= scan->nrows)
+	{
+		if (scan->batch)
+			SPI_freetuptable(scan->batch);
+		scan->batch = NULL;
+		SPI_cursor_fetch(scan->portal, true, SCAN_BATCH_ROWS);
+		scan->batch = SPI_tuptable;
+		scan->nrows = SPI_processed;
+		scan->next = 0;
+		/* the batch is the scan's; run_plan must not free it */
+		SPI_tuptable = NULL;
+		if (scan->nrows == 0)
+			return false;
+	}
+	t = scan->batch;
+	table_state(t, scan->next, &row->state);
+	if (!table_column(t, scan->next, 3, &d))
+		elog(ERROR, "rate limit state row has a NULL name");
+	row->name = DatumGetTextPP(d);
+	if (!table_column(t, scan->next, 4, &d))
+		elog(ERROR, "rate limit state row has a NULL key");
+	row->key = DatumGetTextPP(d);
+	if (!table_column(t, scan->next, 5, &d))
+		elog(ERROR, "rate limit state row has a NULL shard");
+	row->shard = DatumGetInt16(d);
+	for (int i = 0; i < RL_POLICY_NATTS; i++)
+		nulls[i] = !table_column(t, scan->next, SCAN_FIRST_POLICY_COL + i,
+								 &values[i]);
+	rl_policy_from_values(values, nulls, &row->policy);
+	scan->next++;
+	return true;
+}
+
+/* End a scan. */
+void
+rl_storage_scan_end(RlScan *scan)
+{
+	if (scan->batch)
+		SPI_freetuptable(scan->batch);
+	SPI_cursor_close(scan->portal);
+	pfree(scan);
 }

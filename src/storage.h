@@ -31,6 +31,18 @@ typedef enum RlRowStatus
 	RL_ROW_MISSING				/* no row (or one not yet committed) */
 } RlRowStatus;
 
+/* A state row as a scan returns it, with its name's definition. */
+typedef struct RlScanRow
+{
+	text	   *name;
+	text	   *key;			/* '' for the NULL key */
+	int16		shard;
+	RlState		state;
+	RlPolicy	policy;			/* the whole limit's policy */
+} RlScanRow;
+
+typedef struct RlScan RlScan;
+
 extern void rl_storage_begin(Oid nspid);
 extern void rl_storage_end(void);
 
@@ -49,5 +61,10 @@ extern void rl_storage_read_shards(text *name, text *key, int nshards,
 extern bool rl_storage_insert(const RlRowKey *row, const RlState *state);
 extern void rl_storage_update(ItemPointer tid, const RlState *state);
 extern uint64 rl_storage_delete(text *name, text *key);
+extern void rl_storage_delete_row(ItemPointer tid);
+
+extern RlScan *rl_storage_scan_begin(void);
+extern bool rl_storage_scan_next(RlScan *scan, RlScanRow *row);
+extern void rl_storage_scan_end(RlScan *scan);
 
 #endif							/* RATELIMIT_STORAGE_H */

@@ -1,0 +1,94 @@
+-- Upgrades: ALTER EXTENSION ratelimit UPDATE from 1.0 keeps definitions and
+-- state, and ends with the same catalog as a fresh install of the newest
+-- version: every member object's definition, grants and comments.
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+SET intervalstyle = 'postgres';
+DROP EXTENSION ratelimit;
+
+-- Everything that makes up the installed extension, as text.
+CREATE TEMP VIEW extension_catalog AS
+WITH members AS (
+  SELECT d.classid, d.objid, d.objsubid
+  FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+  WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+    AND e.extname = 'ratelimit'
+)
+SELECT pg_describe_object(m.classid, m.objid, m.objsubid) AS object,
+  CASE m.classid
+    WHEN 'pg_proc'::regclass THEN
+      (SELECT pg_get_functiondef(p.oid) || ' acl ' || coalesce(p.proacl::text, 'default')
+              || ' owner ' || p.proowner::regrole
+       FROM pg_proc p WHERE p.oid = m.objid)
+    WHEN 'pg_type'::regclass THEN
+      (SELECT (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+               FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0)
+              || ' acl ' || coalesce(t.typacl::text, 'default')
+       FROM pg_type t WHERE t.oid = m.objid)
+    WHEN 'pg_class'::regclass THEN
+      (SELECT c.relkind::text || ' ' || coalesce(c.reloptions::text, '') || ' acl ' || coalesce(c.relacl::text, 'default')
+              || ' owner ' || c.relowner::regrole
+              || ' columns ' || (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+                                     || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+                                     || coalesce(' collate ' || nullif(a.attcollation, 0)::regcollation::text, '')
+                                     || coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), '')
+                                     || coalesce(' comment ' || col_description(c.oid, a.attnum), ''),
+                                     ', ' ORDER BY a.attnum)
+                                 FROM pg_attribute a LEFT JOIN pg_attrdef ad
+                                   ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+                                 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
+              || coalesce(' constraints ' || (SELECT string_agg(pg_get_constraintdef(k.oid), '; ' ORDER BY k.conname)
+                                              FROM pg_constraint k WHERE k.conrelid = c.oid), '')
+              || coalesce(' indexes ' || (SELECT string_agg(pg_get_indexdef(i.indexrelid), '; ' ORDER BY i.indexrelid::regclass::text)
+                                          FROM pg_index i WHERE i.indrelid = c.oid), '')
+              || coalesce(' view ' || pg_get_viewdef(c.oid), '')
+              || CASE WHEN c.oid = ANY (e.extconfig) THEN ' dumped' ELSE '' END
+       FROM pg_class c, pg_extension e WHERE c.oid = m.objid AND e.extname = 'ratelimit')
+    ELSE 'other'
+  END AS definition,
+  obj_description(m.objid, (SELECT relname FROM pg_class WHERE oid = m.classid)) AS comment
+FROM members m;
+
+-- 1.0, in use
+CREATE EXTENSION ratelimit VERSION '1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'ratelimit';
+SET ratelimit.now_override = '2026-07-01 00:00:00+00';
+SELECT rl_define('up', 'token bucket', 10, '1 minute');
+SELECT ok, remaining FROM rl_limit('up', 'kept', 7);
+SELECT ok FROM rl_limit('up', 'full', 1);
+
+-- the update
+ALTER EXTENSION ratelimit UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'ratelimit';
+
+-- nothing consumed is lost, and the new objects work on the old state
+SELECT name, kind, rate, period, capacity FROM rl_definitions;
+SELECT name, key, value, ts FROM rate_limits ORDER BY key;
+SET ratelimit.now_override = '2026-07-01 00:00:05+00';
+SELECT ok, remaining FROM rl_limit('up', 'kept', 4);
+SELECT key, value, idle FROM rl_status ORDER BY key;
+SELECT rl_gc();
+
+CREATE TEMP TABLE upgraded AS SELECT * FROM extension_catalog;
+
+-- a fresh install of the default version
+DROP EXTENSION ratelimit;
+CREATE EXTENSION ratelimit;
+SELECT extversion = (SELECT default_version FROM pg_available_extensions
+                     WHERE name = 'ratelimit') AS is_default
+FROM pg_extension WHERE extname = 'ratelimit';
+CREATE TEMP TABLE fresh AS SELECT * FROM extension_catalog;
+
+-- what was compared, and every difference (none)
+SELECT count(*) AS objects,
+       count(*) FILTER (WHERE definition IS NULL) AS undescribed,
+       count(*) FILTER (WHERE comment IS NULL) AS uncommented
+FROM fresh;
+SELECT 'only after upgrade' AS side, * FROM (TABLE upgraded EXCEPT TABLE fresh) u
+UNION ALL
+SELECT 'only in fresh install', * FROM (TABLE fresh EXCEPT TABLE upgraded) f
+ORDER BY 2, 1;
+
+DROP TABLE upgraded, fresh;
+DROP VIEW extension_catalog;
+RESET ratelimit.now_override;

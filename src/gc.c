@@ -1,0 +1,65 @@
+/*-------------------------------------------------------------------------
+ *
+ * gc.c
+ *	  Idle-key cleanup: deleting state rows that no decision can tell from
+ *	  a missing row.
+ *
+ * A missing row means a full bucket (or a full window), and a fixed
+ * window's phase comes from a hash of the name and key, not from the row.
+ * So a row that has refilled to full, counted at the instant a new row
+ * would be, can go without changing any later answer (rl_state_is_idle).
+ * A row with a reservation outstanding is below zero and never idle.
+ *
+ * The scan reads a fresh snapshot without locking, a batch at a time.  A
+ * row that looks idle is then locked with SKIP LOCKED, so rl_gc never
+ * waits for a caller and never makes one wait long; the locked version is
+ * checked again at a time read after the lock, and deleted only if still
+ * idle.  The deletions commit with the caller's transaction, and a call
+ * that was waiting for the row finds none and starts from a full bucket,
+ * which is what the row held.
+ *
+ * Rows of names with no definition (limits used with an inline config)
+ * are kept: their policy is known only to the callers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "gc.h"
+#include "limit.h"
+#include "storage.h"
+
+/*
+ * Delete up to max_rows idle state rows; returns how many went.  Needs
+ * rl_storage_begin.
+ */
+uint64
+rl_gc_run(uint64 max_rows)
+{
+	RlScan	   *scan = rl_storage_scan_begin();
+	RlScanRow	row;
+	uint64		removed = 0;
+
+	while (removed < max_rows && rl_storage_scan_next(scan, &row))
+	{
+		RlTarget	target;
+		RlRowKey	key = {row.name, row.key, row.shard};
+		RlState		locked;
+		ItemPointerData tid;
+
+		CHECK_FOR_INTERRUPTS();
+		rl_target_for_row(&target, row.name, row.key, &row.policy);
+		if (!rl_row_is_idle(&target, row.state))
+			continue;
+		if (rl_storage_lock_nowait(&key, &locked, &tid) != RL_ROW_LOCKED)
+			continue;
+		if (!rl_row_is_idle(&target, locked))
+			continue;
+		rl_storage_delete_row(&tid);
+		removed++;
+	}
+	rl_storage_scan_end(scan);
+	return removed;
+}
