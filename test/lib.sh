@@ -12,7 +12,7 @@ RL_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RL_PG_MAJOR=15
 RL_SYS_BIN=/usr/lib/postgresql/$RL_PG_MAJOR/bin
 RL_PORT=${RL_PORT:-55432}
-RL_PACKAGES="make gcc postgresql-$RL_PG_MAJOR postgresql-server-dev-$RL_PG_MAJOR libipc-run-perl sqlsmith"
+RL_PACKAGES="make gcc postgresql-$RL_PG_MAJOR postgresql-server-dev-$RL_PG_MAJOR libipc-run-perl sqlsmith postgresql-$RL_PG_MAJOR-cron postgresql-$RL_PG_MAJOR-plproxy"
 
 rl_log() { printf '%s\n' "== $*" >&2; }
 rl_die() { printf '%s\n' "error: $*" >&2; exit 1; }

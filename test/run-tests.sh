@@ -45,7 +45,7 @@ rl_log "hostile input at random (targeted calls, sqlsmith)"
 
 rl_stop_quietly
 
-rl_log "TAP tests (crash recovery)"
+rl_log "TAP tests (crash recovery, dump and restore, the pg_cron recipe)"
 tap=$RL_TMP/tap
 rm -rf "$tap"
 mkdir -p "$tap"

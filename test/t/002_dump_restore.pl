@@ -1,0 +1,90 @@
+# Dump and restore: pg_dump saves the definitions and the live state (both
+# tables are extension configuration), and pg_restore into a fresh
+# database brings back a limiter that answers exactly as the original.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('dump');
+$node->init;
+$node->append_conf('postgresql.conf',
+	"ratelimit.now_override = '2026-02-01 00:00:00+00'");
+$node->start;
+
+$node->safe_psql('postgres', q{
+	CREATE DATABASE source;
+});
+$node->safe_psql('source', q{
+	CREATE EXTENSION ratelimit;
+	SELECT rl_define('msg', 'token bucket', 10, '1 minute', capacity => 20, max_reserved => 5);
+	SELECT rl_define('daily', 'fixed window', 1000, '1 day', start => '2026-01-01 00:00:00+00');
+	SELECT rl_define('global', 'token bucket', 100, '1 second', shards => 8);
+	SELECT rl_limit('msg', 'alice', 18), rl_limit('msg', 42, 3);
+	SELECT rl_limit('msg', NULL, 24, reserve => true);
+	SELECT rl_limit('daily', 'bob', 999);
+	SELECT rl_limit('global', NULL, 20);
+	SELECT rl_limit('inline', 'k', 1, config => rl_token_bucket(1, '1 hour'));
+});
+
+my $definitions = q{SELECT string_agg(d::text, ' ' ORDER BY name) FROM rl_definitions d};
+my $state = q{SELECT string_agg(format('%s/%s/%s=%s@%s', name, key, shard, value, ts), ' '
+	ORDER BY name, key, shard) FROM rate_limits};
+my $answers = q{SELECT string_agg(r::text, ' ' ORDER BY n) FROM (
+	SELECT 1 AS n, rl_check('msg', 'alice', 5) AS r
+	UNION ALL SELECT 2, rl_check('msg', 42, 18)
+	UNION ALL SELECT 3, rl_check('msg', NULL, 1)
+	UNION ALL SELECT 4, rl_check('daily', 'bob', 2)
+	UNION ALL SELECT 5, rl_check('inline', 'k', 1, config => rl_token_bucket(1, '1 hour'))
+) s};
+
+my $dump = $node->basedir . '/source.dump';
+$node->command_ok(
+	[ 'pg_dump', '--format=custom', '--file', $dump, '--dbname', $node->connstr('source') ],
+	'pg_dump of a database using ratelimit');
+
+$node->safe_psql('postgres', 'CREATE DATABASE restored');
+$node->command_ok(
+	[ 'pg_restore', '--exit-on-error', '--dbname', $node->connstr('restored'), $dump ],
+	'pg_restore into a fresh database, without an error');
+
+is($node->safe_psql('restored',
+		"SELECT extversion FROM pg_extension WHERE extname = 'ratelimit'"),
+	$node->safe_psql('source',
+		"SELECT extversion FROM pg_extension WHERE extname = 'ratelimit'"),
+	'the same extension version');
+my $defs = $node->safe_psql('source', $definitions);
+like($defs, qr/daily.*global.*msg/, 'the source has its three definitions');
+is($node->safe_psql('restored', $definitions), $defs, 'every definition is restored');
+my $rows = $node->safe_psql('source', $state);
+like($rows, qr/daily\/bob.*msg\/alice/, 'the source has live state');
+is($node->safe_psql('restored', $state), $rows,
+	'the live state is restored row for row: nobody gets a fresh bucket');
+is($node->safe_psql('restored', $answers), $node->safe_psql('source', $answers),
+	'the restored limiter answers exactly as the original');
+
+# the restored copy is a working limiter, not a snapshot
+is($node->safe_psql('restored', "SELECT ok, remaining FROM rl_limit('msg', 'alice', 2)"),
+	't|0', 'consuming goes on from the restored state');
+is($node->safe_psql('restored', "SELECT ok FROM rl_limit('msg', 'alice', 1)"),
+	'f', 'and the restored limit still refuses');
+
+# a dump without the state: definitions only, every key starts full
+my $defs_only = $node->basedir . '/definitions.dump';
+$node->command_ok(
+	[ 'pg_dump', '--format=custom', '--exclude-table-data=rate_limits',
+	  '--file', $defs_only, '--dbname', $node->connstr('source') ],
+	'pg_dump --exclude-table-data=rate_limits');
+$node->safe_psql('postgres', 'CREATE DATABASE definitions_only');
+$node->command_ok(
+	[ 'pg_restore', '--exit-on-error', '--dbname', $node->connstr('definitions_only'), $defs_only ],
+	'pg_restore of the definitions-only dump');
+is($node->safe_psql('definitions_only', $definitions), $defs,
+	'the definitions-only dump keeps the definitions');
+is($node->safe_psql('definitions_only', 'SELECT count(*) FROM rate_limits'), '0',
+	'and no state');
+
+$node->stop;
+done_testing();
