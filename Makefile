@@ -56,3 +56,8 @@ test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c -lm
 
 EXTRA_CLEAN = test/unit/test_algebra results regression.diffs regression.out output_iso
+
+# For test/packaging/check.sh: the scripts this Makefile installs.
+.PHONY: print-data
+print-data:
+	@echo $(DATA)

@@ -12,6 +12,9 @@ RL_CFLAGS=$STRICT rl_install
 
 failed=()
 
+rl_log "packaging (META.json, changelog, scripts)"
+"$RL_REPO/test/packaging/check.sh" || failed+=(packaging)
+
 rl_log "unit tests of the algebra"
 make -C "$RL_REPO" -s unit || failed+=(unit)
 
