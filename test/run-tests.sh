@@ -48,7 +48,7 @@ rl_log "hostile input at random (targeted calls, sqlsmith)"
 
 rl_stop_quietly
 
-rl_log "TAP tests (crash recovery, dump and restore, the pg_cron recipe)"
+rl_log "TAP tests (crash recovery, dump and restore, the pg_cron recipe, the PL/Proxy router)"
 tap=$RL_TMP/tap
 rm -rf "$tap"
 mkdir -p "$tap"

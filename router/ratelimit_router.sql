@@ -1,0 +1,175 @@
+/*
+ * ratelimit_router.sql: route ratelimit's functions across partition
+ * databases with PL/Proxy.
+ *
+ * Run it with psql on the proxy database (which does NOT have ratelimit
+ * installed), in the schema the partitions installed ratelimit in
+ * (default public).  Every partition database has ratelimit.  The cluster
+ * is the PL/Proxy SQL/MED server named ratelimit, with a power-of-two
+ * number of partitions:
+ *
+ *   CREATE SERVER ratelimit FOREIGN DATA WRAPPER plproxy
+ *     OPTIONS (p0 'host=10.0.0.1 dbname=app', p1 'host=10.0.0.2 dbname=app', ...);
+ *   CREATE USER MAPPING FOR PUBLIC SERVER ratelimit OPTIONS (user 'app');
+ *
+ * rl_limit, rl_check, rl_value and rl_reset have the extension's
+ * signatures and return types, and run on the partition chosen by a hash
+ * of the key's text form (of the name, for the NULL key), so 42 and '42'
+ * still name one key.  rl_define, rl_undefine and rl_gc run on every
+ * partition and return a row per partition.  The policy constructors run
+ * on any partition.
+ *
+ * The transaction contract differs from the extension's: each routed call
+ * commits on its partition at once, whatever the caller's transaction does
+ * later.  A rollback on the proxy does not return the tokens.
+ */
+
+CREATE EXTENSION IF NOT EXISTS plproxy;
+
+-- The extension's types, so that the proxy's signatures match.
+CREATE TYPE rl_policy AS (
+	kind text,
+	rate float8,
+	period interval,
+	capacity float8,
+	max_reserved float8,
+	shards integer,
+	start timestamptz
+);
+COMMENT ON TYPE rl_policy IS
+	'a rate limit policy for inline use (routed: same as ratelimit''s rl_policy)';
+
+CREATE TYPE rl_result AS (
+	ok boolean,
+	retry_after interval,
+	remaining float8,
+	reset_after interval
+);
+COMMENT ON TYPE rl_result IS
+	'the answer of rl_limit and rl_check (routed: same as ratelimit''s rl_result)';
+
+CREATE TYPE rl_state AS (
+	value float8,
+	ts timestamptz
+);
+COMMENT ON TYPE rl_state IS
+	'the two numbers of a limit, brought forward to now (routed: same as ratelimit''s rl_state)';
+
+-- The partition a key lives on: a hash of its text form, of the name for
+-- the NULL key.  Every routed function uses this, and nothing else.
+CREATE FUNCTION rl_route(name text, key text)
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN pg_catalog.hashtext(COALESCE(key, name));
+COMMENT ON FUNCTION rl_route(text, text) IS
+	'the PL/Proxy hash of a (name, key): the key''s text form, or the name for the NULL key';
+
+-- Per-key functions, one overload per key type, as in the extension.
+DO $do$
+DECLARE
+	t text;
+	key_default text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['text', 'bigint', 'integer', 'smallint', 'uuid'] LOOP
+		key_default := CASE WHEN t = 'text' THEN ' DEFAULT NULL' ELSE '' END;
+		EXECUTE format($f$
+			CREATE FUNCTION rl_limit(name text, key %1$s%2$s,
+				count float8 DEFAULT 1, reserve boolean DEFAULT false,
+				throws boolean DEFAULT false, config rl_policy DEFAULT NULL,
+				jitter boolean DEFAULT false)
+			RETURNS rl_result LANGUAGE plproxy AS $b$
+				CLUSTER 'ratelimit';
+				RUN ON rl_route(name, key::text);
+			$b$;
+			COMMENT ON FUNCTION rl_limit(text, %1$s, float8, boolean, boolean, rl_policy, boolean) IS
+				'routed to the key''s partition: consume count tokens there, committed at once (a rollback here does not return them)';
+			CREATE FUNCTION rl_check(name text, key %1$s%2$s,
+				count float8 DEFAULT 1, reserve boolean DEFAULT false,
+				throws boolean DEFAULT false, config rl_policy DEFAULT NULL,
+				jitter boolean DEFAULT false)
+			RETURNS rl_result LANGUAGE plproxy AS $b$
+				CLUSTER 'ratelimit';
+				RUN ON rl_route(name, key::text);
+			$b$;
+			COMMENT ON FUNCTION rl_check(text, %1$s, float8, boolean, boolean, rl_policy, boolean) IS
+				'routed to the key''s partition: what rl_limit would answer, consuming nothing';
+			CREATE FUNCTION rl_value(name text, key %1$s%2$s,
+				config rl_policy DEFAULT NULL)
+			RETURNS rl_state LANGUAGE plproxy AS $b$
+				CLUSTER 'ratelimit';
+				RUN ON rl_route(name, key::text);
+			$b$;
+			COMMENT ON FUNCTION rl_value(text, %1$s, rl_policy) IS
+				'routed to the key''s partition: the tokens a limit holds now';
+			CREATE FUNCTION rl_reset(name text, key %1$s%2$s)
+			RETURNS void LANGUAGE plproxy AS $b$
+				CLUSTER 'ratelimit';
+				RUN ON rl_route(name, key::text);
+			$b$;
+			COMMENT ON FUNCTION rl_reset(text, %1$s) IS
+				'routed to the key''s partition: forget the key''s state there';
+		$f$, t, key_default);
+	END LOOP;
+END
+$do$;
+
+-- Administration: on every partition, a row per partition.
+CREATE FUNCTION rl_define(name text, kind text, rate float8, period interval,
+	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1, start timestamptz DEFAULT NULL)
+RETURNS SETOF boolean LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+	SELECT true AS rl_define FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start);
+$$;
+COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) IS
+	'create or replace a named rate limit on every partition; a row per partition';
+
+CREATE FUNCTION rl_undefine(name text)
+RETURNS SETOF boolean LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+	SELECT true AS rl_undefine FROM rl_undefine(name);
+$$;
+COMMENT ON FUNCTION rl_undefine(text) IS
+	'drop a named rate limit and its state on every partition; a row per partition';
+
+CREATE FUNCTION rl_gc(max_rows integer DEFAULT 10000)
+RETURNS SETOF bigint LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+$$;
+COMMENT ON FUNCTION rl_gc(integer) IS
+	'delete up to max_rows idle state rows on each partition; a count per partition';
+
+-- Pure constructors: any partition computes the same value.
+CREATE FUNCTION rl_token_bucket(rate float8, period interval,
+	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1)
+RETURNS rl_policy LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ANY;
+$$;
+COMMENT ON FUNCTION rl_token_bucket(float8, interval, float8, float8, integer) IS
+	'an inline token bucket policy, checked by a partition';
+
+CREATE FUNCTION rl_fixed_window(rate float8, period interval,
+	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1, start timestamptz DEFAULT NULL)
+RETURNS rl_policy LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ANY;
+$$;
+COMMENT ON FUNCTION rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) IS
+	'an inline fixed window policy, checked by a partition';
+
+-- As in the extension: applications consume, check and read; the
+-- administrative functions stay with the owner until granted.
+REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_undefine(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_gc(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, smallint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, uuid) FROM PUBLIC;

@@ -1,0 +1,132 @@
+# Scale-out with PL/Proxy: one proxy and four partition servers, each
+# partition with ratelimit, the proxy with router/ratelimit_router.sql.
+# Keys spread over every partition, per-key limits hold exactly through
+# the router, definitions reach every partition, and a stopped partition
+# fails its keys' calls with an error while the others keep serving.
+use strict;
+use warnings;
+
+use File::Basename qw(dirname);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $router = dirname(__FILE__) . '/../../router/ratelimit_router.sql';
+my $nparts = 4;
+
+my @parts;
+for my $i (0 .. $nparts - 1)
+{
+	my $node = PostgreSQL::Test::Cluster->new("part$i");
+	$node->init;
+	# a pinned clock: no token flows back while the test counts
+	$node->append_conf('postgresql.conf',
+		"ratelimit.now_override = '2026-01-01 00:00:00+00'");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION ratelimit');
+	push @parts, $node;
+}
+my $proxy = PostgreSQL::Test::Cluster->new('proxy');
+$proxy->init;
+$proxy->start;
+
+my ($ret, $out, $err) = $proxy->psql('postgres', undef,
+	extra_params => [ '-v', 'ON_ERROR_STOP=1', '-f', $router ]);
+is($ret, 0, 'the router script runs on the proxy') or diag($err);
+
+my $user = $parts[0]->safe_psql('postgres', 'SELECT current_user');
+my $options = join(', ', map {
+	sprintf("p%d 'host=%s port=%d dbname=postgres'", $_, $parts[$_]->host, $parts[$_]->port)
+} 0 .. $nparts - 1);
+$proxy->safe_psql('postgres', qq{
+	CREATE SERVER ratelimit FOREIGN DATA WRAPPER plproxy OPTIONS ($options);
+	CREATE USER MAPPING FOR PUBLIC SERVER ratelimit OPTIONS (user '$user');
+});
+
+# Definitions go to every partition.
+is($proxy->safe_psql('postgres', q{
+	SELECT count(*) FROM rl_define('api', 'token bucket', 5, '1 day')}),
+	$nparts, 'rl_define answers once per partition');
+$proxy->safe_psql('postgres', q{
+	SELECT rl_define('hot', 'token bucket', 100, '1 day')});
+for my $i (0 .. $nparts - 1)
+{
+	is($parts[$i]->safe_psql('postgres',
+			q{SELECT string_agg(name || ':' || rate || '/' || period, ' ' ORDER BY name) FROM rl_definitions}),
+		'api:5/1 day hot:100/1 day', "partition $i has both definitions");
+}
+
+# 200 keys, 8 calls each through the router: exactly 5 granted per key.
+my $granted = $proxy->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE (r).ok), count(DISTINCT key) FILTER (WHERE (r).ok)
+	FROM (SELECT key, rl_limit('api', key) AS r
+	      FROM generate_series(1, 200) AS key, generate_series(1, 8) AS call
+	      ORDER BY call, key) s});
+is($granted, '1000|200', 'exactly 5 of 8 calls granted for each of 200 keys');
+is($proxy->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 200) AS key
+	WHERE (rl_check('api', key)).ok OR (rl_value('api', key)).value <> 0}),
+	'0', 'rl_check and rl_value through the router see every key empty');
+
+# Keys spread over all partitions, each key on exactly one, the one
+# rl_route names (PL/Proxy takes the hash modulo the partition count).
+my $total = 0;
+for my $i (0 .. $nparts - 1)
+{
+	my $keys = $parts[$i]->safe_psql('postgres',
+		q{SELECT string_agg(key, ',' ORDER BY key::int) FROM rate_limits WHERE name = 'api'});
+	my $expected = $proxy->safe_psql('postgres',
+		qq{SELECT string_agg(key::text, ',' ORDER BY key) FROM generate_series(1, 200) AS key
+		   WHERE rl_route('api', key::text) & ($nparts - 1) = $i});
+	my @held = split(/,/, $keys);
+	my $n = scalar @held;
+	ok($n > 20, "partition $i holds $n of the 200 keys");
+	is($keys, $expected, "partition $i holds exactly the keys rl_route sends it");
+	$total += $n;
+}
+is($total, 200, 'no key is stored twice');
+
+# One hot key, 4 clients racing through the router: exactly its 100 tokens.
+$proxy->safe_psql('postgres', 'CREATE TABLE grants (n int)');
+$proxy->pgbench(
+	'--no-vacuum --client=4 --transactions=50',
+	0, [qr{processed: 200/200}], [qr{^$}],
+	'4 clients race through the router on one key',
+	{ 'hot' => q{INSERT INTO grants SELECT 1 WHERE (rl_limit('hot', 'k')).ok;} });
+is($proxy->safe_psql('postgres', 'SELECT count(*) FROM grants'), '100',
+	'exactly 100 grants for a capacity of 100');
+
+# The transaction contract: the partition commits at once.
+$proxy->safe_psql('postgres', q{
+	BEGIN; SELECT rl_limit('api', 'rollback', 2); ROLLBACK;});
+is($proxy->safe_psql('postgres', q{SELECT value FROM rl_value('api', 'rollback')}),
+	'3', 'a rollback on the proxy does not return the tokens');
+
+# Inline policies and the NULL key route too.
+is($proxy->safe_psql('postgres', q{
+	SELECT (rl_limit('inline', NULL, 2, config => rl_fixed_window(3, '1 hour'))).remaining}),
+	'1', 'an inline policy and the NULL key work through the router');
+
+# Fail closed: stop a partition; its keys' calls fail, the rest go on.
+my $victim = 2;
+my ($down_key, $up_key, $fresh_key) = split(/\|/, $proxy->safe_psql('postgres', qq{
+	SELECT (SELECT min(key) FROM generate_series(1, 200) key WHERE rl_route('api', key::text) & 3 = $victim),
+	       (SELECT min(key) FROM generate_series(1, 200) key WHERE rl_route('api', key::text) & 3 <> $victim),
+	       (SELECT min(key) FROM generate_series(1001, 1200) key WHERE rl_route('api', key::text) & 3 <> $victim)}));
+$parts[$victim]->stop;
+($ret, $out, $err) = $proxy->psql('postgres', qq{SELECT ok FROM rl_limit('api', $down_key)});
+isnt($ret, 0, "a call for a key on the stopped partition fails");
+like($err, qr/ERROR/, "with an error, not an answer");
+note("the error: $err");
+($ret, $out, $err) = $proxy->psql('postgres', qq{SELECT ok FROM rl_check('api', $down_key)});
+isnt($ret, 0, 'rl_check for that key fails too');
+is($proxy->safe_psql('postgres', qq{SELECT ok FROM rl_check('api', $up_key)}),
+	'f', 'a key on a running partition is still served (and still refused)');
+is($proxy->safe_psql('postgres', qq{SELECT ok FROM rl_limit('api', $fresh_key)}),
+	't', 'and a new key on a running partition is granted');
+$parts[$victim]->start;
+is($proxy->safe_psql('postgres', qq{SELECT ok FROM rl_check('api', $down_key)}),
+	'f', 'once the partition is back, its keys are served again, state intact');
+
+$_->stop for (@parts, $proxy);
+done_testing();
