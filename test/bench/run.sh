@@ -88,3 +88,15 @@ printf '\n%-52s %12s %10s\n' "hot key, 16 clients (median of $reps x ${seconds}s
 printf '%-52s %12.0f %10s\n' "distinct random keys (baseline)" "$keys16" "1.00"
 printf '%-52s %12.0f %10.2f\n' "one global limit, shards => 1" "$hot1" "$(ratio "$hot1" "$keys16")"
 printf '%-52s %12.0f %10.2f\n' "one global limit, shards => 16" "$hot16" "$(ratio "$hot16" "$keys16")"
+
+# Scale-out through the PL/Proxy router: clusters of its own.
+rl_stop_quietly
+bench_tap=$RL_TMP/bench-tap
+rm -rf "$bench_tap"
+mkdir -p "$bench_tap"
+if rl_is_root; then chown postgres: "$bench_tap"; fi
+pgxs=$(dirname "$RL_BIN")/lib/pgxs
+(cd "$bench_tap" && rl_as_server env PATH="$RL_BIN:$PATH" TESTDIR="$bench_tap" \
+	PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
+	RL_BENCH_REPS="$reps" RL_BENCH_SECONDS="$seconds" \
+	perl -I "$pgxs/src/test/perl" "$here/router.pl" 2>/dev/null | grep -v '^\(ok\|1\.\.\)')
