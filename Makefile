@@ -11,7 +11,8 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/algebra.o src/clock.o src/errors.o src/functions.o src/gc.o src/limit.o \
+OBJS = src/algebra.o src/clock.o src/definitions.o src/errors.o src/functions.o \
+	src/gc.o src/limit.o \
 	src/policy.o src/storage.o src/trigger.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql
 # The PL/Proxy router script is run on a proxy database, not installed as an
@@ -25,7 +26,8 @@ REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
 ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
-	reservations timeouts limit_all_order shards_skip gc_skip_locked
+	reservations timeouts limit_all_order shards_skip gc_skip_locked \
+	definition_cache
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.

@@ -509,6 +509,21 @@ COMMENT ON COLUMN @extschema@.rl_status.stored_value IS 'value as stored in rate
 COMMENT ON COLUMN @extschema@.rl_status.stored_ts IS 'ts as stored in rate_limits';
 REVOKE ALL ON @extschema@.rl_status FROM PUBLIC;
 
+-- Every change to rl_definitions tells each backend to drop the
+-- definitions it has cached.
+CREATE FUNCTION @extschema@.rl_definitions_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'rl_definitions_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION @extschema@.rl_definitions_changed() IS
+	'statement trigger on rl_definitions: invalidates the definitions every backend has cached';
+REVOKE ALL ON FUNCTION @extschema@.rl_definitions_changed() FROM PUBLIC;
+CREATE TRIGGER rl_definitions_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rl_definitions
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_definitions_changed ON @extschema@.rl_definitions IS
+	'keeps the per-backend definition caches fresh';
+
 -- Live state is data: pg_dump saves it with the definitions, so a
 -- restore does not hand everyone a full bucket (or a fresh daily quota).
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limits', '');

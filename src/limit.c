@@ -24,6 +24,7 @@
 
 #include "clock.h"
 #include "compat.h"
+#include "definitions.h"
 #include "limit.h"
 #include "policy.h"
 #include "storage.h"
@@ -98,7 +99,7 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 {
 	bool		defined;
 
-	defined = rl_storage_get_definition(target->name, &target->policy);
+	defined = rl_definition_lookup(target->name, &target->policy);
 	if (config != NULL)
 	{
 		if (defined)

@@ -301,6 +301,13 @@ result_locked(RlState *state, ItemPointer tid)
 	ItemPointerCopy((ItemPointer) DatumGetPointer(ctid), tid);
 }
 
+/* The table rl_definitions of the schema rl_storage_begin opened. */
+Oid
+rl_storage_definitions_relid(void)
+{
+	return get_relname_relid("rl_definitions", plans_nspid);
+}
+
 /* Find a definition; false when the name has none. */
 bool
 rl_storage_get_definition(text *name, RlPolicy *policy)

@@ -46,6 +46,7 @@ typedef struct RlScan RlScan;
 extern void rl_storage_begin(Oid nspid);
 extern void rl_storage_end(void);
 
+extern Oid	rl_storage_definitions_relid(void);
 extern bool rl_storage_get_definition(text *name, RlPolicy *policy);
 extern void rl_storage_put_definition(text *name, Datum *values,
 									  bool *nulls);
