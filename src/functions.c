@@ -28,6 +28,7 @@
 #include "algebra.h"
 #include "clock.h"
 #include "compat.h"
+#include "direct.h"
 #include "errors.h"
 #include "gc.h"
 #include "limit.h"
@@ -81,6 +82,7 @@ void
 _PG_init(void)
 {
 	rl_clock_init();
+	rl_direct_init();
 }
 
 /* The call-site cache, built on the first call through this FmgrInfo. */

@@ -42,6 +42,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "direct.h"
 #include "policy.h"
 #include "storage.h"
 
@@ -263,23 +264,32 @@ result_column(uint64 row, int col, Datum *value)
  * into NaN or infinity would poison every later answer: refuse it.
  */
 static void
-table_state(SPITupleTable *table, uint64 row, RlState *state)
+check_state(const RlState *state, bool complete)
 {
-	Datum		value;
-	Datum		ts;
-
-	if (!table_column(table, row, 1, &value) ||
-		!table_column(table, row, 2, &ts))
+	if (!complete)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("rate limit state row has a NULL value or ts")));
-	state->value = DatumGetFloat8(value);
-	state->ts = DatumGetTimestampTz(ts);
 	if (isnan(state->value) || isinf(state->value) ||
 		TIMESTAMP_NOT_FINITE(state->ts))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("rate limit state row holds a non-finite value or ts")));
+}
+
+/* The two numbers of a row of a result, checked. */
+static void
+table_state(SPITupleTable *table, uint64 row, RlState *state)
+{
+	Datum		value;
+	Datum		ts;
+	bool		complete;
+
+	complete = table_column(table, row, 1, &value) &&
+		table_column(table, row, 2, &ts);
+	state->value = complete ? DatumGetFloat8(value) : 0;
+	state->ts = complete ? DatumGetTimestampTz(ts) : 0;
+	check_state(state, complete);
 }
 
 /* The two numbers of a row of the last result. */
@@ -392,6 +402,27 @@ lock_row(RlPlanId id, const RlRowKey *row, RlState *state, ItemPointer tid)
 	return true;
 }
 
+/* The state table of the schema rl_storage_begin opened. */
+static Oid
+state_relid(void)
+{
+	return get_relname_relid("rate_limits", plans_nspid);
+}
+
+/* Lock a row through the direct path (direct.c), the state checked. */
+static RlDirectStatus
+direct_lock(const RlRowKey *row, bool wait, RlState *state, ItemPointer tid)
+{
+	bool		complete = true;
+	RlDirectStatus status;
+
+	status = rl_direct_lock(state_relid(), row->name, row->key, row->shard,
+							wait, state, &complete, tid);
+	if (status == RL_DIRECT_LOCKED || status == RL_DIRECT_BUSY)
+		check_state(state, complete);
+	return status;
+}
+
 /*
  * Lock a state row FOR UPDATE and read it; false when there is none.  tid
  * receives the locked version's address for rl_storage_update.
@@ -399,6 +430,18 @@ lock_row(RlPlanId id, const RlRowKey *row, RlState *state, ItemPointer tid)
 bool
 rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
+	switch (direct_lock(row, true, state, tid))
+	{
+		case RL_DIRECT_LOCKED:
+			return true;
+		case RL_DIRECT_MISSING:
+			return false;
+		case RL_DIRECT_BUSY:
+			elog(ERROR, "a waiting lock of a rate limit row came back busy");
+			break;
+		case RL_DIRECT_UNSUPPORTED:
+			break;
+	}
 	return lock_row(PLAN_LOCK, row, state, tid);
 }
 
@@ -409,6 +452,17 @@ rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 RlRowStatus
 rl_storage_lock_nowait(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
+	switch (direct_lock(row, false, state, tid))
+	{
+		case RL_DIRECT_LOCKED:
+			return RL_ROW_LOCKED;
+		case RL_DIRECT_BUSY:
+			return RL_ROW_BUSY;
+		case RL_DIRECT_MISSING:
+			return RL_ROW_MISSING;
+		case RL_DIRECT_UNSUPPORTED:
+			break;
+	}
 	if (lock_row(PLAN_LOCK_SKIP, row, state, tid))
 		return RL_ROW_LOCKED;
 	return rl_storage_read(row, state) ? RL_ROW_BUSY : RL_ROW_MISSING;
@@ -462,6 +516,8 @@ rl_storage_update(ItemPointer tid, const RlState *state)
 {
 	Datum		args[3];
 
+	if (rl_direct_update(state_relid(), tid, state))
+		return;
 	args[0] = Float8GetDatum(state->value);
 	args[1] = TimestampTzGetDatum(state->ts);
 	args[2] = PointerGetDatum(tid);
