@@ -88,7 +88,6 @@ rl_clock_init(void)
 							   check_now_override,
 							   assign_now_override,
 							   NULL);
-	MarkGUCPrefixReserved("ratelimit");
 }
 
 /* The time decisions are made at. */

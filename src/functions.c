@@ -20,6 +20,7 @@
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -83,6 +84,8 @@ _PG_init(void)
 {
 	rl_clock_init();
 	rl_direct_init();
+	/* after every ratelimit.* setting is defined */
+	MarkGUCPrefixReserved("ratelimit");
 }
 
 /* The call-site cache, built on the first call through this FmgrInfo. */

@@ -163,6 +163,10 @@ struct RlScan
 static SPIPlanPtr plans[PLAN_COUNT];
 static Oid	plans_nspid = InvalidOid;
 
+/* The run of storage calls in progress (rl_storage_begin). */
+static Oid	storage_nspid = InvalidOid;
+static bool spi_open = false;
+
 /* Prepare (once per backend and schema) the plans for schema nspid. */
 static void
 prepare_plans(Oid nspid)
@@ -202,19 +206,37 @@ prepare_plans(Oid nspid)
 	plans_nspid = nspid;
 }
 
-/* Open SPI for a run of storage calls on the tables of schema nspid. */
+/*
+ * Start a run of storage calls on the tables of schema nspid.  SPI is
+ * connected only when a statement is needed: a call the direct path and
+ * the definition cache serve runs none.
+ */
 void
 rl_storage_begin(Oid nspid)
 {
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	prepare_plans(nspid);
+	storage_nspid = nspid;
+	spi_open = false;
 }
 
-/* Close what rl_storage_begin opened. */
+/* Connect SPI, with the plans for the current schema, if not yet. */
+static void
+ensure_spi(void)
+{
+	if (spi_open)
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	spi_open = true;
+	prepare_plans(storage_nspid);
+}
+
+/* End what rl_storage_begin started. */
 void
 rl_storage_end(void)
 {
+	if (!spi_open)
+		return;
+	spi_open = false;
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
 }
@@ -230,6 +252,7 @@ run_plan(RlPlanId id, Datum *values, const char *nulls, bool read_only,
 {
 	int			rc;
 
+	ensure_spi();
 	if (SPI_tuptable != NULL)
 	{
 		SPI_freetuptable(SPI_tuptable);
@@ -315,7 +338,7 @@ result_locked(RlState *state, ItemPointer tid)
 Oid
 rl_storage_definitions_relid(void)
 {
-	return get_relname_relid("rl_definitions", plans_nspid);
+	return get_relname_relid("rl_definitions", storage_nspid);
 }
 
 /* Find a definition; false when the name has none. */
@@ -406,7 +429,7 @@ lock_row(RlPlanId id, const RlRowKey *row, RlState *state, ItemPointer tid)
 static Oid
 state_relid(void)
 {
-	return get_relname_relid("rate_limits", plans_nspid);
+	return get_relname_relid("rate_limits", storage_nspid);
 }
 
 /* Lock a row through the direct path (direct.c), the state checked. */
@@ -555,8 +578,10 @@ rl_storage_delete_row(ItemPointer tid)
 RlScan *
 rl_storage_scan_begin(void)
 {
-	RlScan	   *scan = palloc0(sizeof(RlScan));
+	RlScan	   *scan;
 
+	ensure_spi();
+	scan = palloc0(sizeof(RlScan));
 	scan->portal = SPI_cursor_open(NULL, plans[PLAN_SCAN], NULL, NULL, false);
 	return scan;
 }

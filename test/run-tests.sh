@@ -37,6 +37,17 @@ if ! PGISOLATIONTIMEOUT=60 make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" insta
 	[ -f "$RL_REPO/output_iso/regression.diffs" ] && cat "$RL_REPO/output_iso/regression.diffs"
 fi
 
+# The SQL path (storage.c through SPI) must stay correct for engines the
+# direct path does not serve: the same suites again with it forced.
+rl_log "regression suites and isolation specs again on the SQL path (ratelimit.direct_access = off)"
+rm -f "$RL_REPO/regression.diffs" "$RL_REPO/output_iso/regression.diffs"
+if ! PGOPTIONS="-c ratelimit.direct_access=off" PGISOLATIONTIMEOUT=60 \
+	make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" installcheck \
+	EXTRA_REGRESS_OPTS="$CONNECT"; then
+	failed+=(sql-path)
+	cat "$RL_REPO/regression.diffs" "$RL_REPO/output_iso/regression.diffs" 2>/dev/null || true
+fi
+
 rl_log "examples"
 "$RL_REPO/test/run-examples.sh" || failed+=(examples)
 

@@ -7,8 +7,16 @@
 #   a PL/pgSQL loop of bare UPDATEs and a PL/pgSQL reference limiter on an
 #   identical table (reference.sql); and the first call for 100,000 keys.
 #
+#   end to end: pgbench, 4 clients, prepared, one rl_limit per transaction
+#   on random keys among 100,000, against one bare UPDATE per transaction.
+#
 #   hot key: 16 clients, every call on one global limit, shards => 1 and
 #   shards => 16, against 16 clients on distinct random keys.
+#
+#   footprint: bytes per key of the table and its primary key, and the
+#   share of HOT updates over the whole run.
+#
+#   scale-out: through the PL/Proxy router (router.pl).
 source "$(dirname "$0")/../lib.sh"
 here=$RL_REPO/test/bench
 reps=${RL_BENCH_REPS:-3}
@@ -40,12 +48,10 @@ ms() {
 	"$RL_BIN/psql" -X -At -c "SELECT bench_ms(\$\$$1\$\$)"
 }
 
-# a fresh name for each run of the first-call measurement
-fresh=0
+# the first call for 100,000 keys of a fresh name: first_calls ROUND
 first_calls() {
-	fresh=$((fresh + 1))
-	"$RL_BIN/psql" -X -q -c "SELECT rl_define('new$fresh', 'token bucket', 1e9, '1 second')" >/dev/null
-	ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('new$fresh', k)).ok"
+	"$RL_BIN/psql" -X -q -c "SELECT rl_define('new$1', 'token bucket', 1e9, '1 second')" >/dev/null
+	ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('new$1', k)).ok"
 }
 
 # tps of one pgbench run: pgbench FILE CLIENTS [extra args]
@@ -69,25 +75,77 @@ ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 }
 
-limit_ms=$(median ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('keys', k)).ok")
-bare_ms=$(median ms "SELECT bench_bare_update(100000)")
-plpgsql_ms=$(median ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (bench_plpgsql_limit('keys', k::text, 1)).ok")
-first_ms=$(median first_calls)
+# Footprint: state table plus primary key per key, 100,000 short keys
+# freshly written (and nothing else in the table but 16 shard rows).
+footprint=$("$RL_BIN/psql" -X -At -c "SELECT round((pg_relation_size('rate_limits') + pg_relation_size('rate_limits_pkey'))::numeric / count(*), 1) FROM rate_limits")
+"$RL_BIN/psql" -X -q -c "SELECT pg_stat_reset()" >/dev/null
 
-keys16=$(median tps keys.sql 16)
-hot1=$(median tps hot.sql 16 -D limit=hot1)
-hot16=$(median tps hot.sql 16 -D limit=hot16)
+# Every measurement once per round, the rounds interleaved, so that all of
+# them see the same machine; then the median of each.
+declare -A runs
+measure() {
+	local name=$1
+	shift
+	runs[$name]+="$("$@") "
+}
+for ((round = 0; round < reps; round++)); do
+	measure bare_ms ms "SELECT bench_bare_update(100000)"
+	measure limit_ms ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('keys', k)).ok"
+	measure plpgsql_ms ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (bench_plpgsql_limit('keys', k::text, 1)).ok"
+	measure first_ms first_calls "$round"
+	measure bare4 tps bare.sql 4
+	measure keys4 tps keys.sql 4
+	measure keys16 tps keys.sql 16
+	measure hot1 tps hot.sql 16 -D limit=hot1
+	measure hot16 tps hot.sql 16 -D limit=hot16
+done
+med() {
+	printf '%s\n' ${runs[$1]} | sort -g | sed -n "$(((reps + 1) / 2))p"
+}
+bare_ms=$(med bare_ms) limit_ms=$(med limit_ms) plpgsql_ms=$(med plpgsql_ms)
+first_ms=$(med first_ms) bare4=$(med bare4) keys4=$(med keys4)
+keys16=$(med keys16) hot1=$(med hot1) hot16=$(med hot16)
+
+# HOT share when each transaction updates one key (the end-to-end shape),
+# apart from the one-statement runs above, which rewrite every row of a
+# page in one transaction, so that pruning cannot make room on the page.
+sleep 1	# statistics reach pg_stat_user_tables within a second
+hot_share_counts() {
+	"$RL_BIN/psql" -X -At -c "SELECT n_tup_upd || ' ' || n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'rate_limits'"
+}
+read -r upd0 hot0 <<<"$(hot_share_counts)"
+tps keys.sql 4 >/dev/null
+sleep 1
+read -r upd1 hot1_ <<<"$(hot_share_counts)"
+hot_pgbench=$(awk -v u=$((upd1 - upd0)) -v h=$((hot1_ - hot0)) 'BEGIN { printf "%.1f", (u > 0 ? 100 * h / u : 0) }')
+
+hot_share() {
+	"$RL_BIN/psql" -X -At -c "SELECT round(100.0 * n_tup_hot_upd / greatest(n_tup_upd, 1), 1) FROM pg_stat_user_tables WHERE relname = '$1'"
+}
+hot_limits=$(hot_share rate_limits)
+hot_bare=$(hot_share bench_state)
 
 printf '\n%-52s %12s %10s\n' "per call, 100,000 keys in one statement (median of $reps)" "ms" "ratio"
 printf '%-52s %12.0f %10s\n' "bare UPDATE loop in PL/pgSQL (baseline)" "$bare_ms" "1.00"
 printf '%-52s %12.0f %10.2f\n' "PL/pgSQL reference limiter" "$plpgsql_ms" "$(ratio "$plpgsql_ms" "$bare_ms")"
 printf '%-52s %12.0f %10.2f\n' "rl_limit, existing keys" "$limit_ms" "$(ratio "$limit_ms" "$bare_ms")"
 printf '%-52s %12.0f %10.2f\n' "rl_limit, first call for new keys" "$first_ms" "$(ratio "$first_ms" "$bare_ms")"
+printf '%-52s %12s %10.2f\n' "PL/pgSQL reference / rl_limit (speed-up)" "" "$(ratio "$plpgsql_ms" "$limit_ms")"
+
+printf '\n%-52s %12s %10s\n' "end to end, 4 clients, prepared (median of $reps x ${seconds}s)" "tps" "ratio"
+printf '%-52s %12.0f %10s\n' "bare UPDATE per transaction (baseline)" "$bare4" "1.00"
+printf '%-52s %12.0f %10.2f\n' "rl_limit per transaction" "$keys4" "$(ratio "$keys4" "$bare4")"
 
 printf '\n%-52s %12s %10s\n' "hot key, 16 clients (median of $reps x ${seconds}s)" "tps" "ratio"
 printf '%-52s %12.0f %10s\n' "distinct random keys (baseline)" "$keys16" "1.00"
 printf '%-52s %12.0f %10.2f\n' "one global limit, shards => 1" "$hot1" "$(ratio "$hot1" "$keys16")"
 printf '%-52s %12.0f %10.2f\n' "one global limit, shards => 16" "$hot16" "$(ratio "$hot16" "$keys16")"
+
+printf '\n%-52s %12s\n' "footprint and HOT updates" "value"
+printf '%-52s %12s\n' "bytes per key, table + primary key (100,000 keys)" "$footprint"
+printf '%-52s %11s%%\n' "HOT share of rate_limits updates, whole run" "$hot_limits"
+printf '%-52s %11s%%\n' "HOT share, one key per transaction (4 clients)" "$hot_pgbench"
+printf '%-52s %11s%%\n' "HOT share of the bare-UPDATE table, same run" "$hot_bare"
 
 # Scale-out through the PL/Proxy router: clusters of its own.
 rl_stop_quietly

@@ -15,6 +15,13 @@ FROM (SELECT key::text AS key, count(*) FILTER (WHERE ok) AS granted FROM calls 
 JOIN rate_limits s ON s.name = 'many' AND s.key = c.key AND s.shard = 0;
 SELECT 'many: one state row per key called',
        (SELECT count(*) FROM rate_limits WHERE name = 'many') = (SELECT count(DISTINCT key) FROM calls);
+SELECT 'long keys: every call granted', count(*) = 2400 FROM long_calls;
+SELECT 'long keys: state = capacity - calls for every key',
+       bool_and(s.value = 1000000 - c.n) AND count(*) = count(DISTINCT c.key)
+FROM (SELECT repeat(md5(key::text), 15) AS key, count(*) AS n FROM long_calls GROUP BY key) AS c
+JOIN rate_limits s ON s.name = 'long' AND s.key = c.key AND s.shard = 0;
+SELECT 'long keys: updates that were not HOT (new index entries)',
+       n_tup_upd - n_tup_hot_upd > 1000 FROM pg_stat_user_tables WHERE relname = 'rate_limits';
 -- bt_index_check raises an error on any corruption, which stops the script
 SELECT 'amcheck: btree with heapallindexed', true FROM (SELECT bt_index_check('rate_limits_pkey', true)) AS c;
 SELECT 'amcheck: heap reports nothing', count(*) = 0 FROM verify_heapam('rate_limits');
