@@ -1,7 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * storage.c
- *	  Reading and writing rl_definitions and rate_limits through SPI.
+ *	  Reading and writing rl_definitions and rate_limits.
+ *
+ * Locking and updating an existing state row go through the direct path
+ * (direct.c) when it can serve the table and ratelimit.direct_access is
+ * on; everything else, and those two when it cannot, runs the SQL below
+ * through SPI.  Both paths follow the protocol described here.
  *
  * Locking protocol.  A consuming call locks its state row with SELECT ...
  * FOR UPDATE inside the caller's transaction and then updates that row
