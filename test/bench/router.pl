@@ -6,13 +6,14 @@ use strict;
 use warnings;
 
 use File::Basename qw(dirname);
+use lib dirname(__FILE__) . '/../perl';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use RatelimitRouter qw(configure_router);
 use Test::More;
 use IPC::Run ();
 
 my $here = dirname(__FILE__);
-my $router = "$here/../../router/ratelimit_router.sql";
 my $reps = $ENV{RL_BENCH_REPS} || 3;
 my $seconds = $ENV{RL_BENCH_SECONDS} || 5;
 my $clients = 8;
@@ -40,17 +41,10 @@ my $proxy = PostgreSQL::Test::Cluster->new('proxy');
 $proxy->init;
 $proxy->append_conf('postgresql.conf', "fsync = off\nmax_connections = 50");
 $proxy->start;
-$proxy->psql('postgres', undef, on_error_die => 1,
-	extra_params => [ '-v', 'ON_ERROR_STOP=1', '-f', $router ]);
-my $user = $single->safe_psql('postgres', 'SELECT current_user');
-my $options = join(', ', map {
-	sprintf("p%d 'host=%s port=%d dbname=postgres'", $_, $parts[$_]->host, $parts[$_]->port)
-} 0 .. $nparts - 1);
-$proxy->safe_psql('postgres', qq{
-	CREATE SERVER ratelimit FOREIGN DATA WRAPPER plproxy OPTIONS ($options);
-	CREATE USER MAPPING FOR PUBLIC SERVER ratelimit OPTIONS (user '$user');
-	SELECT count(*) FROM (SELECT rl_limit('keys', k) FROM generate_series(1, 100000) k) s;
-});
+my ($ret, $err) = configure_router($proxy, \@parts);
+die "the router script failed: $err" if $ret != 0;
+$proxy->safe_psql('postgres',
+	q{SELECT count(*) FROM (SELECT rl_limit('keys', k) FROM generate_series(1, 100000) k) s});
 
 # transactions per second of one pgbench run against a node
 sub tps

@@ -7,11 +7,12 @@ use strict;
 use warnings;
 
 use File::Basename qw(dirname);
+use lib dirname(__FILE__) . '/../perl';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use RatelimitRouter qw(configure_router);
 use Test::More;
 
-my $router = dirname(__FILE__) . '/../../router/ratelimit_router.sql';
 my $nparts = 4;
 
 my @parts;
@@ -30,18 +31,8 @@ my $proxy = PostgreSQL::Test::Cluster->new('proxy');
 $proxy->init;
 $proxy->start;
 
-my ($ret, $out, $err) = $proxy->psql('postgres', undef,
-	extra_params => [ '-v', 'ON_ERROR_STOP=1', '-f', $router ]);
+my ($ret, $err) = configure_router($proxy, \@parts);
 is($ret, 0, 'the router script runs on the proxy') or diag($err);
-
-my $user = $parts[0]->safe_psql('postgres', 'SELECT current_user');
-my $options = join(', ', map {
-	sprintf("p%d 'host=%s port=%d dbname=postgres'", $_, $parts[$_]->host, $parts[$_]->port)
-} 0 .. $nparts - 1);
-$proxy->safe_psql('postgres', qq{
-	CREATE SERVER ratelimit FOREIGN DATA WRAPPER plproxy OPTIONS ($options);
-	CREATE USER MAPPING FOR PUBLIC SERVER ratelimit OPTIONS (user '$user');
-});
 
 # Definitions go to every partition.
 is($proxy->safe_psql('postgres', q{
@@ -114,6 +105,7 @@ my ($down_key, $up_key, $fresh_key) = split(/\|/, $proxy->safe_psql('postgres', 
 	       (SELECT min(key) FROM generate_series(1, 200) key WHERE rl_route('api', key::text) & 3 <> $victim),
 	       (SELECT min(key) FROM generate_series(1001, 1200) key WHERE rl_route('api', key::text) & 3 <> $victim)}));
 $parts[$victim]->stop;
+my $out;
 ($ret, $out, $err) = $proxy->psql('postgres', qq{SELECT ok FROM rl_limit('api', $down_key)});
 isnt($ret, 0, "a call for a key on the stopped partition fails");
 like($err, qr/ERROR/, "with an error, not an answer");
