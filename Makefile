@@ -2,7 +2,9 @@
 #
 #   make run    build, install into ./tmp, start a throwaway cluster, run the demo
 #               (KEEP=1 leaves the cluster running; make stop stops it)
-#   make test   the same cluster, every test suite, then stop; non-zero on failure
+#   make test   every test suite on every major that can be tested here (the
+#               host's directly, the others in Debian roots, as root);
+#               make test PG=18 runs one major; non-zero on failure
 #   make bench  a throwaway cluster and the benchmarks, printed as one table
 #
 # Packagers: plain `make && make install` (PG_CONFIG=...) builds against any
@@ -21,7 +23,7 @@ DOCS = router/ratelimit_router.sql
 PGFILEDESC = "ratelimit - transactional rate limits"
 
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
-	search_path shards limit_all trigger jitter gc status upgrade
+	search_path shards limit_all trigger jitter gc status upgrade settings
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -49,7 +51,7 @@ stop:
 	test/stop-cluster.sh
 
 test:
-	test/run-tests.sh
+	RL_TEST_MAJORS="$(PG)" test/run-tests.sh
 
 bench:
 	test/bench/run.sh

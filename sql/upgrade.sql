@@ -13,6 +13,12 @@ WITH members AS (
   FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
   WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
     AND e.extname = 'ratelimit'
+    -- implicit types (array types, a table's or view's row type) follow
+    -- their base object, and are members only from PostgreSQL 17 on
+    AND NOT EXISTS (SELECT 1 FROM pg_type t
+                    WHERE d.classid = 'pg_type'::regclass AND t.oid = d.objid
+                      AND (EXISTS (SELECT 1 FROM pg_type b WHERE b.typarray = t.oid)
+                           OR (SELECT c.relkind FROM pg_class c WHERE c.oid = t.typrelid) <> 'c'))
 )
 SELECT pg_describe_object(m.classid, m.objid, m.objsubid) AS object,
   CASE m.classid

@@ -58,7 +58,7 @@ check_now_override(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("The value must be empty or a finite timestamp with time zone.");
 		return false;
 	}
-	parsed = malloc(sizeof(TimestampTz));
+	parsed = compat_guc_malloc(sizeof(TimestampTz));
 	if (parsed == NULL)
 		return false;
 	*parsed = result;

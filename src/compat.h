@@ -3,9 +3,9 @@
  * compat.h
  *	  Every PG_VERSION_NUM guard of the extension, and nowhere else.
  *
- * The extension is built and tested against PostgreSQL 15; the guards
- * below keep the calls whose signatures changed in later majors in one
- * place.
+ * One source tree builds against PostgreSQL 15 to 19.  Every call whose
+ * signature or contract changed between those majors goes through a
+ * wrapper here, so the rest of the code reads the same on every major.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,14 +17,128 @@
 #include "utils/datetime.h"
 #include "utils/guc.h"
 
-#if PG_VERSION_NUM < 130000
-#error "ratelimit requires PostgreSQL 13 or later"
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "executor/executor.h"
+#include "utils/relcache.h"
+
+/*
+ * 13 and 14 are not supported: 14 reaches its end of life in November 2026,
+ * and neither has pg_prng or MarkGUCPrefixReserved.
+ */
+#if PG_VERSION_NUM < 150000
+#error "ratelimit requires PostgreSQL 15 or later (this is an older major)"
 #endif
 
-/* MarkGUCPrefixReserved replaced EmitWarningsOnPlaceholders in 15. */
-#if PG_VERSION_NUM < 150000
-#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+/*
+ * A function that never returns: pg_noreturn, written before the
+ * declaration, replaced the trailing pg_attribute_noreturn() in 18.
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn _Noreturn
 #endif
+
+/*
+ * Memory a GUC check hook hands to the GUC machinery as "extra": from 16 on
+ * it is freed with guc_free, so it must come from guc_malloc; before, from
+ * malloc.  NULL when out of memory (the hook then refuses the value).
+ */
+static inline void *
+compat_guc_malloc(size_t size)
+{
+#if PG_VERSION_NUM >= 160000
+	return guc_malloc(LOG, size);
+#else
+	return malloc(size);
+#endif
+}
+
+/* The table's primary key index; deferrable_ok arrived in 18. */
+static inline Oid
+compat_primary_key_index(Relation rel)
+{
+#if PG_VERSION_NUM >= 180000
+	return RelationGetPrimaryKeyIndex(rel, false);
+#else
+	return RelationGetPrimaryKeyIndex(rel);
+#endif
+}
+
+/*
+ * An index scan with nkeys keys and no ordering; 18 added an
+ * instrumentation argument, 19 a flags argument.
+ */
+static inline IndexScanDesc
+compat_index_beginscan(Relation heap, Relation index, Snapshot snapshot,
+					   int nkeys)
+{
+#if PG_VERSION_NUM >= 190000
+	return index_beginscan(heap, index, snapshot, NULL, nkeys, 0, SO_NONE);
+#elif PG_VERSION_NUM >= 180000
+	return index_beginscan(heap, index, snapshot, NULL, nkeys, 0);
+#else
+	return index_beginscan(heap, index, snapshot, nkeys, 0);
+#endif
+}
+
+/* Which index entries a new row version needs. */
+typedef enum CompatIndexUpdate
+{
+	COMPAT_INDEXES_NONE,		/* heap-only: none */
+	COMPAT_INDEXES_ALL,			/* every index */
+	COMPAT_INDEXES_SUMMARIZING	/* heap-only, but summarizing indexes (16+) */
+} CompatIndexUpdate;
+
+/*
+ * simple_heap_update, saying which index entries the new version needs.
+ * Before 16 that follows from HOT alone; from 16 on the heap says so
+ * (TU_UpdateIndexes), since a HOT update still feeds summarizing indexes.
+ */
+static inline CompatIndexUpdate
+compat_simple_heap_update(Relation rel, ItemPointer otid, HeapTuple tup)
+{
+#if PG_VERSION_NUM >= 160000
+	TU_UpdateIndexes update_indexes;
+
+	simple_heap_update(rel, otid, tup, &update_indexes);
+	switch (update_indexes)
+	{
+		case TU_None:
+			return COMPAT_INDEXES_NONE;
+		case TU_Summarizing:
+			return COMPAT_INDEXES_SUMMARIZING;
+		case TU_All:
+			break;
+	}
+	return COMPAT_INDEXES_ALL;
+#else
+	simple_heap_update(rel, otid, tup);
+	return HeapTupleIsHeapOnly(tup) ? COMPAT_INDEXES_NONE : COMPAT_INDEXES_ALL;
+#endif
+}
+
+/*
+ * Index entries for a row version an UPDATE wrote, as ExecUpdate makes
+ * them: onlySummarizing arrived in 16, a flags word replaced the booleans
+ * in 19.
+ */
+static inline List *
+compat_insert_update_index_tuples(ResultRelInfo *rri, TupleTableSlot *slot,
+								  EState *estate, bool only_summarizing)
+{
+#if PG_VERSION_NUM >= 190000
+	return ExecInsertIndexTuples(rri, estate,
+								 EIIT_IS_UPDATE |
+								 (only_summarizing ? EIIT_ONLY_SUMMARIZING : 0),
+								 slot, NIL, NULL);
+#elif PG_VERSION_NUM >= 160000
+	return ExecInsertIndexTuples(rri, slot, estate, true, false, NULL, NIL,
+								 only_summarizing);
+#else
+	Assert(!only_summarizing);
+	return ExecInsertIndexTuples(rri, slot, estate, true, false, NULL, NIL);
+#endif
+}
 
 /* DecodeDateTime gained an error-detail argument in PostgreSQL 16. */
 static inline int
@@ -40,8 +154,7 @@ compat_decode_datetime(char **field, int *ftype, int nf, int *dtype,
 #endif
 }
 
-/* Uniform random draws: pg_prng arrived in PostgreSQL 15. */
-#if PG_VERSION_NUM >= 150000
+/* Uniform random draws. */
 #include "common/pg_prng.h"
 
 static inline double
@@ -55,18 +168,5 @@ compat_random_below(uint64 n)
 {
 	return pg_prng_uint64_range(&pg_global_prng_state, 0, n - 1);
 }
-#else
-static inline double
-compat_random_double(void)
-{
-	return (double) random() / ((double) MAX_RANDOM_VALUE + 1);
-}
-
-static inline uint64
-compat_random_below(uint64 n)
-{
-	return (uint64) (compat_random_double() * n);
-}
-#endif
 
 #endif							/* RATELIMIT_COMPAT_H */

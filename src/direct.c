@@ -22,7 +22,8 @@
  *   under READ COMMITTED is reported missing, as FOR UPDATE returns no row.
  * - The update is simple_heap_update (WAL, HOT, serializable conflict
  *   checks and statistics included) followed, when the new version is not
- *   heap-only, by index entries for every index of the table.
+ *   heap-only, by index entries for every index of the table (from 16 on,
+ *   for a heap-only one, entries for its summarizing indexes).
  *
  * The path serves only the table the install script creates: a heap with
  * its primary key and no triggers.  Anything else (another table access
@@ -51,6 +52,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "direct.h"
 
 /* Attribute numbers of rate_limits (name, key, shard, value, ts). */
@@ -84,7 +86,7 @@ usable_primary_key(Relation rel)
 		rel->trigdesc != NULL ||
 		RelationGetDescr(rel)->natts != NATTS)
 		return InvalidOid;
-	return RelationGetPrimaryKeyIndex(rel);
+	return compat_primary_key_index(rel);
 }
 
 /* The two numbers of the row in slot. */
@@ -149,7 +151,7 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 						   InvalidOid, F_INT2EQ, Int16GetDatum(shard));
 
 	slot = table_slot_create(rel, NULL);
-	scan = index_beginscan(rel, index, snapshot, 3, 0);
+	scan = compat_index_beginscan(rel, index, snapshot, 3);
 	index_rescan(scan, keys, 3, NULL, 0);
 	if (!index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
@@ -201,9 +203,9 @@ done:
 	return status;
 }
 
-/* Index entries for a new row version that is not heap-only. */
+/* Index entries for a new row version: all, or the summarizing ones. */
 static void
-insert_index_entries(Relation rel, HeapTuple tuple)
+insert_index_entries(Relation rel, HeapTuple tuple, bool only_summarizing)
 {
 	EState	   *estate = CreateExecutorState();
 	ResultRelInfo *rri = makeNode(ResultRelInfo);
@@ -213,7 +215,8 @@ insert_index_entries(Relation rel, HeapTuple tuple)
 	ExecOpenIndices(rri, false);
 	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(tuple, slot, false);
-	list_free(ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL));
+	list_free(compat_insert_update_index_tuples(rri, slot, estate,
+												 only_summarizing));
 	ExecDropSingleTupleTableSlot(slot);
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
@@ -248,9 +251,17 @@ rl_direct_update(Oid relid, ItemPointer tid, const RlState *state)
 	new = heap_modify_tuple(&old, RelationGetDescr(rel), values, nulls, replace);
 	ReleaseBuffer(buffer);
 
-	simple_heap_update(rel, tid, new);
-	if (!HeapTupleIsHeapOnly(new))
-		insert_index_entries(rel, new);
+	switch (compat_simple_heap_update(rel, tid, new))
+	{
+		case COMPAT_INDEXES_NONE:
+			break;
+		case COMPAT_INDEXES_ALL:
+			insert_index_entries(rel, new, false);
+			break;
+		case COMPAT_INDEXES_SUMMARIZING:
+			insert_index_entries(rel, new, true);
+			break;
+	}
 	heap_freetuple(new);
 	table_close(rel, NoLock);
 	return true;

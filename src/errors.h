@@ -11,11 +11,12 @@
 
 #include "postgres.h"
 
+#include "compat.h"
+
 /* SQLSTATE RL001: the error raised by throws => true. */
 #define ERRCODE_RATE_LIMIT_EXCEEDED MAKE_SQLSTATE('R','L','0','0','1')
 
-extern void rl_raise_exceeded(text *name, text *key, double count,
-							  double remaining, int64 retry_after)
-			pg_attribute_noreturn();
+pg_noreturn extern void rl_raise_exceeded(text *name, text *key, double count,
+										  double remaining, int64 retry_after);
 
 #endif							/* RATELIMIT_ERRORS_H */

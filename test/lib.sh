@@ -1,7 +1,8 @@
 # test/lib.sh: what the test and demo scripts share.  Sourced, not run.
 #
 # The server and client programs come from a private copy of the PostgreSQL
-# 15 installation under $RL_TMP/install; PostgreSQL finds its share and lib
+# installation of major RL_PG_MAJOR (default: the host's, 15) under
+# $RL_TMP/install; PostgreSQL finds its share and lib
 # directories relative to its own binary, so the extension is installed
 # there and nothing outside the repository is written.  The server never
 # runs as root: as root, it runs as the postgres account.
@@ -9,7 +10,8 @@
 set -euo pipefail
 
 RL_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RL_PG_MAJOR=15
+RL_HOST_MAJOR=15
+RL_PG_MAJOR=${RL_PG_MAJOR:-$RL_HOST_MAJOR}
 RL_SYS_BIN=/usr/lib/postgresql/$RL_PG_MAJOR/bin
 RL_PORT=${RL_PORT:-55432}
 RL_PACKAGES="make gcc postgresql-$RL_PG_MAJOR postgresql-server-dev-$RL_PG_MAJOR libipc-run-perl sqlsmith postgresql-$RL_PG_MAJOR-cron postgresql-$RL_PG_MAJOR-plproxy"
@@ -27,8 +29,10 @@ rl_as_server() {
 	fi
 }
 
-# Install the Debian packages the build and tests need, when missing.
+# Install the Debian packages the build and tests need, when missing.  In a
+# Debian root of another major (test/majors/) they were installed with it.
 rl_ensure_packages() {
+	[ -n "${RL_IN_ROOT:-}" ] && return 0
 	local missing=()
 	for p in $RL_PACKAGES; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

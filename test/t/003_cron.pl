@@ -4,9 +4,14 @@
 use strict;
 use warnings;
 
+use File::Basename qw(dirname);
+use lib dirname(__FILE__) . '/../perl';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use RatelimitExtensions qw(require_extension);
 use Test::More;
+
+require_extension('pg_cron');
 
 my $node = PostgreSQL::Test::Cluster->new('cron');
 $node->init;

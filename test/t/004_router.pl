@@ -11,7 +11,10 @@ use lib dirname(__FILE__) . '/../perl';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use RatelimitRouter qw(configure_router);
+use RatelimitExtensions qw(require_extension);
 use Test::More;
+
+require_extension('plproxy');
 
 my $nparts = 4;
 

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# test/majors/run.sh MAJOR: every suite on PostgreSQL MAJOR, inside a Debian
+# root that has it (test/majors/root.sh).  The source tree is copied into
+# the root (objects of another major left behind), and the suites run there
+# as root under chroot, in a private mount namespace, so that /proc, /dev
+# and /dev/shm mounted for them vanish when the run ends.  The outcome of
+# each suite is left in the copy's tmp/suites.result.
+set -euo pipefail
+
+major=${1:?usage: run.sh MAJOR}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+root=$("$repo/test/majors/root.sh" "$major")
+src=$root/build/ratelimit
+
+rm -rf "$src"
+mkdir -p "$src"
+tar -C "$repo" --exclude=./.git --exclude=./tmp --exclude=./results \
+	--exclude=./output_iso --exclude=./tmp_check --exclude='*.o' \
+	--exclude='*.so' --exclude='*.bc' --exclude=./test/unit/test_algebra \
+	-cf - . | tar -C "$src" -xf -
+
+exec unshare --mount --propagation private bash -c '
+	set -e
+	root=$1 major=$2
+	mount -t proc proc "$root/proc"
+	mount --bind /dev "$root/dev"
+	mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
+	exec chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root LANG=C.UTF-8 RL_IN_ROOT=1 RL_PG_MAJOR="$major" \
+		${RL_FUZZ_QUERIES:+RL_FUZZ_QUERIES=$RL_FUZZ_QUERIES} \
+		bash /build/ratelimit/test/run-suites.sh
+' run "$root" "$major"

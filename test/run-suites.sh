@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Every suite on one PostgreSQL major (RL_PG_MAJOR, default the host's):
+# build with -Werror, install into ./tmp, start a throwaway cluster, run the
+# suites, stop the cluster.  Each suite's outcome is printed and written to
+# $RL_TMP/suites.result ("name passed|failed"); exits non-zero when any
+# suite fails.  test/run-tests.sh (make test) runs this on every major.
+source "$(dirname "$0")/lib.sh"
+
+rl_ensure_packages
+rl_choose_tmp
+trap rl_stop_quietly EXIT
+result=$RL_TMP/suites.result
+mkdir -p "$RL_TMP"
+: >"$result"
+failed=()
+
+# suite NAME COMMAND...: run one suite, record its outcome.
+suite() {
+	local name=$1
+	shift
+	if "$@"; then
+		echo "$name passed" >>"$result"
+	else
+		echo "$name failed" >>"$result"
+		failed+=("$name")
+	fi
+}
+
+# The diffs pg_regress or pg_isolation_regress left, if any.
+show_diffs() {
+	cat "$RL_REPO/regression.diffs" "$RL_REPO/output_iso/regression.diffs" 2>/dev/null || true
+}
+
+STRICT="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare"
+rl_log "PostgreSQL $RL_PG_MAJOR: building with $STRICT"
+if ! RL_CFLAGS=$STRICT rl_install; then
+	echo "build failed" >>"$result"
+	rl_log "FAILED: build"
+	exit 1
+fi
+echo "build passed" >>"$result"
+
+rl_log "packaging (META.json, changelog, scripts)"
+suite packaging "$RL_REPO/test/packaging/check.sh"
+
+rl_log "unit tests of the algebra"
+suite unit make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" unit
+
+rl_start
+CONNECT="--host=$RL_SOCK --port=$RL_PORT --user=postgres"
+
+# pg_regress and pg_isolation_regress; PGOPTIONS picks the path.
+regress() {
+	rm -f "$RL_REPO/regression.diffs" "$RL_REPO/output_iso/regression.diffs"
+	make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" installcheck "$@" \
+		EXTRA_REGRESS_OPTS="$CONNECT" || { show_diffs; return 1; }
+}
+export PGISOLATIONTIMEOUT=60
+
+rl_log "regression suites (pg_regress)"
+suite regress regress ISOLATION=
+
+rl_log "isolation specs (pg_isolation_regress)"
+suite isolation regress REGRESS=
+
+# The SQL path (storage.c through SPI) must stay correct for tables the
+# direct path does not serve: the same suites again with it forced.
+rl_log "regression suites and isolation specs again on the SQL path (ratelimit.direct_access = off)"
+sql_path() { PGOPTIONS="-c ratelimit.direct_access=off" regress; }
+suite sql-path sql_path
+
+rl_log "examples"
+suite examples "$RL_REPO/test/run-examples.sh"
+
+rl_log "stress test (pgbench, 16 clients)"
+suite stress "$RL_REPO/test/stress/stress.sh"
+
+rl_log "hostile input at random (targeted calls, sqlsmith)"
+suite fuzz "$RL_REPO/test/fuzz/run.sh"
+
+rl_stop_quietly
+
+rl_log "TAP tests (crash recovery, dump and restore, the pg_cron recipe, the PL/Proxy router)"
+tap=$RL_TMP/tap
+rm -rf "$tap"
+mkdir -p "$tap"
+if rl_is_root; then chown postgres: "$tap"; fi
+pgxs=$(dirname "$RL_BIN")/lib/pgxs
+tap_tests() {
+	(cd "$RL_REPO" && rl_as_server env PATH="$RL_BIN:$PATH" TESTDIR="$tap" \
+		TESTDATADIR="$tap/tmp_check" TESTLOGDIR="$tap/tmp_check/log" \
+		PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
+		prove -I "$pgxs/src/test/perl" test/t/*.pl) && return 0
+	cat "$tap"/tmp_check/log/regress_log_* 2>/dev/null | tail -50
+	return 1
+}
+suite tap tap_tests
+
+if [ ${#failed[@]} -gt 0 ]; then
+	rl_log "PostgreSQL $RL_PG_MAJOR FAILED: ${failed[*]}"
+	exit 1
+fi
+rl_log "PostgreSQL $RL_PG_MAJOR: all suites passed"
