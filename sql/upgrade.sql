@@ -48,7 +48,7 @@ SELECT pg_describe_object(m.classid, m.objid, m.objsubid) AS object,
               || coalesce(' indexes ' || (SELECT string_agg(pg_get_indexdef(i.indexrelid), '; ' ORDER BY i.indexrelid::regclass::text)
                                           FROM pg_index i WHERE i.indrelid = c.oid), '')
               || coalesce(' view ' || pg_get_viewdef(c.oid), '')
-              || coalesce(' triggers ' || (SELECT string_agg(pg_get_triggerdef(t.oid), '; ' ORDER BY t.tgname)
+              || coalesce(' triggers ' || (SELECT string_agg(pg_get_triggerdef(t.oid) || ' enabled ' || t.tgenabled::text, '; ' ORDER BY t.tgname)
                                            FROM pg_trigger t WHERE t.tgrelid = c.oid), '')
               || CASE WHEN c.oid = ANY (e.extconfig) THEN ' dumped' ELSE '' END
        FROM pg_class c, pg_extension e WHERE c.oid = m.objid AND e.extname = 'ratelimit')

@@ -7,13 +7,23 @@
  * backend keeps what it read (including "no definition", for names used
  * with an inline config) instead of querying rl_definitions on every call.
  *
- * Freshness is PostgreSQL's own: every change to rl_definitions, whether
- * through rl_define and rl_undefine or by hand, fires a statement trigger
- * that queues a relcache invalidation of the table.  The invalidation is
- * delivered to this backend at its next command (its own changes) or, for
- * other backends, when the changing transaction commits; a rollback
- * delivers it too.  Each lookup first accepts pending invalidations, so a
- * call sees a definition as soon as a fresh snapshot would.
+ * Freshness is PostgreSQL's own, as for the catalogs: every change to
+ * rl_definitions, through rl_define and rl_undefine or by hand, fires a
+ * statement trigger (ENABLE ALWAYS, so it fires in logical-replication
+ * apply workers and under session_replication_role = replica too) that
+ * queues a relcache invalidation of the table.  The invalidation reaches
+ * this backend at its next command (its own changes) or, for other
+ * backends, when the changing transaction commits, before it releases its
+ * locks; a rollback delivers it too.
+ *
+ * Like the catalogs, definitions are read with a fresh snapshot, never the
+ * transaction's: a cached entry then never holds anything older than what
+ * was committed when it was read, so it stays right until the next
+ * invalidation, whatever the isolation level of the transaction that read
+ * it.  Each lookup first accepts pending invalidations, so every call uses
+ * the newest committed definition (and its own transaction's changes),
+ * also inside a REPEATABLE READ or SERIALIZABLE transaction.  A result
+ * whose read overlapped an invalidation serves that call only.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,17 +51,33 @@ typedef struct RlDefinitionEntry
 
 static HTAB *cache = NULL;
 static Oid	cache_relid = InvalidOid;	/* rl_definitions, once known */
+static uint64 generation = 0;	/* counts invalidations */
 static bool callback_registered = false;
 
-/* Relcache invalidation callback: forget everything on a change. */
+/* Drop every cached definition. */
 static void
-invalidate(Datum arg, Oid relid)
+forget_definitions(void)
 {
-	if (cache != NULL && (relid == InvalidOid || relid == cache_relid))
+	if (cache != NULL)
 	{
 		hash_destroy(cache);
 		cache = NULL;
-		cache_relid = InvalidOid;	/* the table may be gone, or new */
+	}
+	generation++;
+}
+
+/*
+ * Relcache invalidation callback: forget everything on a change to
+ * rl_definitions, or on a cache reset (relid InvalidOid).  Which table
+ * that is gets looked up again too: it may be gone, or new.
+ */
+static void
+invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == cache_relid)
+	{
+		forget_definitions();
+		cache_relid = InvalidOid;
 	}
 }
 
@@ -89,6 +115,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	RlDefinitionEntry *entry;
 	bool		found;
 	bool		defined;
+	uint64		seen;
 
 	Assert(len <= RL_MAX_NAME_BYTES);
 	memset(key, 0, sizeof(key));
@@ -102,11 +129,19 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 		return entry->defined;
 	}
 
-	/* The query may deliver invalidations: enter the result only after. */
+	/*
+	 * Know the table before reading it, so that an invalidation of it that
+	 * arrives during the read is recognised; then keep the result only if
+	 * none arrived.
+	 */
+	if (!OidIsValid(cache_relid))
+		cache_relid = rl_storage_definitions_relid();
+	seen = generation;
 	defined = rl_storage_get_definition(name, policy);
-	cache_relid = rl_storage_definitions_relid();
+	if (generation != seen)
+		return defined;
 	if (hash_get_num_entries(get_cache()) >= DEFINITIONS_CACHE_MAX)
-		invalidate((Datum) 0, InvalidOid);
+		forget_definitions();
 	entry = hash_search(get_cache(), key, HASH_ENTER, &found);
 	entry->defined = defined;
 	if (defined)

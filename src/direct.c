@@ -15,8 +15,10 @@
  *   locks a SELECT takes.
  * - The lock is SELECT ... FOR UPDATE's: table_tuple_lock in
  *   LockTupleExclusive mode, waiting or skipping.  Under READ COMMITTED it
- *   follows the update chain and locks the newest version (a row's key
- *   never changes, so that version still matches); under the snapshot
+ *   follows the update chain and locks the newest version, which must
+ *   still be the same name, key and shard (an edit by hand may have
+ *   changed them: then, as EvalPlanQual's recheck finds, there is no
+ *   row); under the snapshot
  *   isolation levels a row changed or deleted since the snapshot is
  *   SQLSTATE 40001, exactly as nodeLockRows.c raises it.  A row deleted
  *   under READ COMMITTED is reported missing, as FOR UPDATE returns no row.
@@ -25,10 +27,10 @@
  *   heap-only, by index entries for every index of the table (from 16 on,
  *   for a heap-only one, entries for its summarizing indexes).
  *
- * The path serves only the table the install script creates: a heap with
- * its primary key and no triggers.  Anything else (another table access
- * method, a trigger someone added), or ratelimit.direct_access = off,
- * leaves every call to the SQL path.
+ * The path serves only the table the install script creates, as it was
+ * created, in a transaction that may write: see usable_primary_key for
+ * what sends a call to the SQL path instead.  ratelimit.direct_access =
+ * off sends every call there.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,10 +42,13 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_collation_d.h"
+#include "catalog/pg_type_d.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -76,17 +81,86 @@ rl_direct_init(void)
 							 NULL, NULL, NULL);
 }
 
-/* The primary key of a table the direct path can serve, or InvalidOid. */
+/* The column types the direct path reads and writes, in order. */
+static const Oid column_types[NATTS] = {TEXTOID, TEXTOID, INT2OID, FLOAT8OID,
+TIMESTAMPTZOID};
+
+/*
+ * The primary key of the table, when the direct path may serve it in this
+ * transaction; else InvalidOid, and the call runs the SQL statements.
+ *
+ * The direct path writes what UPDATE ... SET value, ts would write, and
+ * nothing else: it serves a table only when the executor would do nothing
+ * more for that UPDATE (or for SELECT ... FOR UPDATE).  So anything that
+ * makes ExecUpdate, CheckValidResultRel or ExecConstraints act sends the
+ * call to SQL, which then does it, or raises what it raises:
+ * - a transaction that may not write (read only, a hot standby, parallel
+ *   mode);
+ * - another relation kind or table access method, a partition;
+ * - triggers (including foreign keys and deferrable constraints), rules,
+ *   row-level security, CHECK constraints, generated columns;
+ * - columns other than the five of the install script, or of other types
+ *   (ALTER TABLE ... ALTER COLUMN TYPE).
+ * NOT NULL constraints hold, since the direct path writes no NULL; unique
+ * and exclusion constraints on other indexes are checked when index
+ * entries are made; publications are checked before the update
+ * (CheckCmdReplicaIdentity), as ExecUpdate checks them.
+ */
 static Oid
 usable_primary_key(Relation rel)
 {
+	TupleDesc	desc = RelationGetDescr(rel);
+
 	if (!direct_access ||
+		XactReadOnly || RecoveryInProgress() || IsInParallelMode() ||
 		rel->rd_rel->relkind != RELKIND_RELATION ||
 		rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
+		rel->rd_rel->relispartition ||
+		rel->rd_rel->relrowsecurity ||
 		rel->trigdesc != NULL ||
-		RelationGetDescr(rel)->natts != NATTS)
+		rel->rd_rules != NULL ||
+		(desc->constr != NULL &&
+		 (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
+		desc->natts != NATTS)
 		return InvalidOid;
+	for (int i = 0; i < NATTS; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || att->atttypid != column_types[i])
+			return InvalidOid;
+	}
 	return compat_primary_key_index(rel);
+}
+
+/* Whether text datum d holds exactly the bytes of t. */
+static bool
+text_matches(Datum d, text *t)
+{
+	text	   *v = DatumGetTextPP(d);
+	int			len = VARSIZE_ANY_EXHDR(v);
+
+	return len == VARSIZE_ANY_EXHDR(t) &&
+		memcmp(VARDATA_ANY(v), VARDATA_ANY(t), len) == 0;
+}
+
+/*
+ * Whether the row in slot is the row (name, key, shard).  The version a
+ * lock reached by following the update chain may have been changed by
+ * hand since: like the executor's recheck of FOR UPDATE (EvalPlanQual), a
+ * version that no longer matches is not the row asked for.
+ */
+static bool
+slot_matches(TupleTableSlot *slot, text *name, text *key, int16 shard)
+{
+	bool		isnull[3];
+	Datum		v_name = slot_getattr(slot, 1, &isnull[0]);
+	Datum		v_key = slot_getattr(slot, 2, &isnull[1]);
+	Datum		v_shard = slot_getattr(slot, 3, &isnull[2]);
+
+	return !isnull[0] && !isnull[1] && !isnull[2] &&
+		DatumGetInt16(v_shard) == shard &&
+		text_matches(v_name, name) && text_matches(v_key, key);
 }
 
 /* The two numbers of the row in slot. */
@@ -173,6 +247,12 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 	switch (result)
 	{
 		case TM_Ok:
+			if (!slot_matches(slot, name, key, shard))
+			{
+				/* changed by hand while we waited: as FOR UPDATE, no row */
+				status = RL_DIRECT_MISSING;
+				break;
+			}
 			slot_state(slot, state, complete);
 			*tid = slot->tts_tid;
 			status = RL_DIRECT_LOCKED;
@@ -242,6 +322,8 @@ rl_direct_update(Oid relid, ItemPointer tid, const RlState *state)
 		table_close(rel, NoLock);
 		return false;
 	}
+	/* an UPDATE of a published table needs a usable replica identity */
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	old.t_self = *tid;
 	if (!heap_fetch(rel, SnapshotAny, &old, &buffer, false))
 		elog(ERROR, "locked rate limit row vanished before its update");

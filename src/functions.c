@@ -248,7 +248,10 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	throws = required_bool(fcinfo, ARG_THROWS, "throws");
 	jitter = required_bool(fcinfo, ARG_JITTER, "jitter");
 
-	rl_storage_begin(cache->nspid);
+	if (consuming)
+		rl_storage_begin_writing(cache->nspid, "rl_limit()");
+	else
+		rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_CONFIG));
 	rl_target_check_count(&target, count, reserve);
 	if (consuming)
@@ -307,7 +310,7 @@ rl_reset(PG_FUNCTION_ARGS)
 	RlTarget	target;
 
 	call_target(fcinfo, cache, &target);
-	rl_storage_begin(cache->nspid);
+	rl_storage_begin_writing(cache->nspid, "rl_reset()");
 	rl_storage_delete(target.name, target.key);
 	rl_storage_end();
 	PG_RETURN_VOID();
@@ -420,7 +423,7 @@ rl_limit_all(PG_FUNCTION_ARGS)
 		counts[i] = DatumGetFloat8(count_values[i]);
 	}
 
-	rl_storage_begin(cache->nspid);
+	rl_storage_begin_writing(cache->nspid, "rl_limit_all()");
 	for (int i = 0; i < n; i++)
 	{
 		rl_target_resolve(&targets[i], NULL);
@@ -456,7 +459,7 @@ rl_define(PG_FUNCTION_ARGS)
 	rl_policy_fill_defaults(values, nulls);
 	rl_policy_from_values(values, nulls, &policy);
 
-	rl_storage_begin(cache->nspid);
+	rl_storage_begin_writing(cache->nspid, "rl_define()");
 	rl_storage_put_definition(name, values, nulls);
 	rl_storage_end();
 	PG_RETURN_VOID();
@@ -470,7 +473,7 @@ rl_undefine(PG_FUNCTION_ARGS)
 	text	   *name = call_name(fcinfo);
 	bool		found;
 
-	rl_storage_begin(cache->nspid);
+	rl_storage_begin_writing(cache->nspid, "rl_undefine()");
 	found = rl_storage_delete_definition(name);
 	rl_storage_end();
 	if (!found)
@@ -496,7 +499,7 @@ rl_gc(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_rows must be positive"),
 				 errdetail("max_rows is %d.", max_rows)));
-	rl_storage_begin(cache->nspid);
+	rl_storage_begin_writing(cache->nspid, "rl_gc()");
 	removed = rl_gc_run((uint64) max_rows);
 	rl_storage_end();
 	PG_RETURN_INT64((int64) removed);

@@ -100,6 +100,7 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 	bool		defined;
 
 	defined = rl_definition_lookup(target->name, &target->policy);
+	target->defined = defined;
 	if (config != NULL)
 	{
 		if (defined)
@@ -132,7 +133,51 @@ rl_target_for_row(RlTarget *target, text *name, text *key,
 	target->key = key;
 	target->key_is_null = VARSIZE_ANY_EXHDR(key) == 0;
 	target->policy = *policy;
+	target->defined = true;
 	set_origin(target);
+}
+
+/*
+ * Once a call holds its rows: look at the name's definition again, since
+ * it may have changed or gone while the call waited for a lock.  rl_define
+ * and rl_undefine commit, and send the invalidation the lookup accepts,
+ * before they release their locks, so a call that waited for them sees
+ * their change here.  A call never decides under a definition that no
+ * longer exists, nor re-creates state for an undefined name; a changed
+ * policy is adopted, unless its shard count changed, which would change
+ * the rows the call should hold (40001: retry).
+ */
+static void
+recheck_definition(RlTarget *target, double count, bool reserve)
+{
+	RlPolicy	current;
+	bool		defined = rl_definition_lookup(target->name, &current);
+
+	if (target->defined && !defined)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("rate limit \"%s\" does not exist",
+						text_to_cstring(target->name)),
+				 errdetail("It was undefined while the call waited for its state.")));
+	if (!target->defined && defined)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("rate limit \"%s\" is already defined",
+						text_to_cstring(target->name)),
+				 errdetail("It was defined while the call waited for its state; an inline config would apply a second policy to the same state.")));
+	if (!defined)
+		return;
+	if (current.shards != target->policy.shards)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
+						text_to_cstring(target->name)),
+				 errdetail("Its shard count changed from %d to %d.",
+						   target->policy.shards, current.shards),
+				 errhint("Retry the transaction.")));
+	target->policy = current;
+	set_origin(target);
+	rl_target_check_count(target, count, reserve);
 }
 
 /* Refuse a count the limit can never grant. */
@@ -406,8 +451,7 @@ hold_rows(const RlTarget *target, double count, RlHeld *held)
  * it first, the call locks that row instead.
  */
 void
-rl_consume(const RlTarget *target, double count, bool reserve,
-		   RlAnswer *answer)
+rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 {
 	RlRowKey	row = {target->name, target->key, 0};
 	RlHeld		held;
@@ -415,6 +459,7 @@ rl_consume(const RlTarget *target, double count, bool reserve,
 	if (target->policy.shards > 1)
 	{
 		hold_rows(target, count, &held);
+		recheck_definition(target, count, reserve);
 		decide_hold(target, &held, count, reserve, answer);
 		if (answer->ok)
 			write_held(&held, answer);
@@ -427,6 +472,7 @@ rl_consume(const RlTarget *target, double count, bool reserve,
 		held.n = 1;
 		held.shard[0] = 0;
 		held.stored[0] = rl_storage_lock(&row, &held.state[0], &held.tid[0]);
+		recheck_definition(target, count, reserve);
 		decide_held(target, &held, count, reserve, answer);
 		if (!answer->ok)
 			return;
@@ -635,6 +681,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 
 		if (first[i] != i)
 			continue;
+		recheck_definition(&targets[i], total[i], reserve);
 		decide_hold(&targets[i], &held[i], total[i], reserve, &answers[i]);
 		if (!answers[i].ok &&
 			(refused < 0 || answers[i].retry_after > answers[refused].retry_after))

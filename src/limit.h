@@ -26,6 +26,7 @@ typedef struct RlTarget
 	text	   *key;			/* '' for the NULL key */
 	bool		key_is_null;
 	RlPolicy	policy;			/* the whole limit's policy */
+	bool		defined;		/* policy from rl_definitions, not a config */
 	int64		origin;			/* a window start (fixed window) */
 } RlTarget;
 
@@ -39,7 +40,7 @@ extern void rl_target_for_row(RlTarget *target, text *name, text *key,
 extern void rl_target_check_count(const RlTarget *target, double count,
 								  bool reserve);
 
-extern void rl_consume(const RlTarget *target, double count, bool reserve,
+extern void rl_consume(RlTarget *target, double count, bool reserve,
 					   RlAnswer *answer);
 extern void rl_peek(const RlTarget *target, double count, bool reserve,
 					RlAnswer *answer);

@@ -44,8 +44,12 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/plancache.h"
+#include "utils/snapmgr.h"
 
 #include "direct.h"
 #include "policy.h"
@@ -167,24 +171,30 @@ struct RlScan
 
 static SPIPlanPtr plans[PLAN_COUNT];
 static Oid	plans_nspid = InvalidOid;
+static char plans_nspname[NAMEDATALEN];	/* the name the plans spell */
 
 /* The run of storage calls in progress (rl_storage_begin). */
 static Oid	storage_nspid = InvalidOid;
 static bool spi_open = false;
 
-/* Prepare (once per backend and schema) the plans for schema nspid. */
+/*
+ * Prepare (once per backend and schema) the plans for schema nspid.  The
+ * statements spell the schema's name, so a renamed schema (ALTER SCHEMA
+ * ... RENAME) gets its plans prepared again.
+ */
 static void
 prepare_plans(Oid nspid)
 {
 	char	   *nspname;
 	const char *quoted;
 
-	if (plans_nspid == nspid)
-		return;
 	nspname = get_namespace_name(nspid);
 	if (nspname == NULL)
 		elog(ERROR, "cache lookup failed for namespace %u", nspid);
+	if (plans_nspid == nspid && strcmp(plans_nspname, nspname) == 0)
+		return;
 	quoted = quote_identifier(nspname);
+	plans_nspid = InvalidOid;	/* until every plan is ready */
 
 	for (int i = 0; i < PLAN_COUNT; i++)
 	{
@@ -209,6 +219,7 @@ prepare_plans(Oid nspid)
 		pfree(sql.data);
 	}
 	plans_nspid = nspid;
+	strlcpy(plans_nspname, nspname, NAMEDATALEN);
 }
 
 /*
@@ -221,6 +232,18 @@ rl_storage_begin(Oid nspid)
 {
 	storage_nspid = nspid;
 	spi_open = false;
+}
+
+/*
+ * rl_storage_begin for a run that may write (or lock rows): in a read-only
+ * transaction, and so on a hot standby, it raises SQLSTATE 25006 as an
+ * UPDATE would, whatever the call's outcome, on either path.
+ */
+void
+rl_storage_begin_writing(Oid nspid, const char *cmdname)
+{
+	PreventCommandIfReadOnly(cmdname);
+	rl_storage_begin(nspid);
 }
 
 /* Connect SPI, with the plans for the current schema, if not yet. */
@@ -246,14 +269,24 @@ rl_storage_end(void)
 		elog(ERROR, "SPI_finish failed");
 }
 
+/* The text of a kept plan's statement, for messages. */
+static const char *
+plan_query(RlPlanId id)
+{
+	List	   *sources = SPI_plan_get_plan_sources(plans[id]);
+
+	return ((CachedPlanSource *) linitial(sources))->query_string;
+}
+
 /*
- * Run a kept plan; raise on any result but the expected one.  Each caller
- * copies what it needs out of the result before the next statement, so
- * the previous result is freed first: a long rl_gc runs many statements.
+ * Run a kept plan, with snapshot when valid (else SPI's own), and raise on
+ * any result but the expected one.  Each caller copies what it needs out
+ * of the result before the next statement, so the previous result is
+ * freed first: a long rl_gc runs many statements.
  */
 static void
-run_plan(RlPlanId id, Datum *values, const char *nulls, bool read_only,
-		 int expected)
+run_plan_snapshot(RlPlanId id, Datum *values, const char *nulls,
+				  bool read_only, Snapshot snapshot, int expected)
 {
 	int			rc;
 
@@ -263,11 +296,39 @@ run_plan(RlPlanId id, Datum *values, const char *nulls, bool read_only,
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
 	}
-	rc = SPI_execute_plan(plans[id], values, nulls, read_only, 0);
+	if (snapshot != InvalidSnapshot)
+		rc = SPI_execute_snapshot(plans[id], values, nulls, snapshot,
+								  InvalidSnapshot, read_only, true, 0);
+	else
+		rc = SPI_execute_plan(plans[id], values, nulls, read_only, 0);
 
+	/*
+	 * A rule on one of the tables turned the statement into another.  A
+	 * statement rewritten into nothing depends on no table, so dropping
+	 * the rule would not invalidate its plan: prepare every plan anew.
+	 */
+	if (rc == SPI_OK_REWRITTEN ||
+		(rc >= 0 && rc != expected && expected != SPI_OK_SELECT))
+	{
+		plans_nspid = InvalidOid;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a rule rewrote a statement ratelimit runs on its own tables"),
+				 errdetail("The statement \"%s\" came back as %s.",
+						   plan_query(id), SPI_result_code_string(rc)),
+				 errhint("Drop the INSTEAD rules on rate_limits and rl_definitions.")));
+	}
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_plan failed for plan %d: %s",
 			 (int) id, SPI_result_code_string(rc));
+}
+
+/* Run a kept plan with SPI's snapshot (see run_plan_snapshot). */
+static void
+run_plan(RlPlanId id, Datum *values, const char *nulls, bool read_only,
+		 int expected)
+{
+	run_plan_snapshot(id, values, nulls, read_only, InvalidSnapshot, expected);
 }
 
 /* Fetch column col of a row of a result; false when it is NULL. */
@@ -346,15 +407,23 @@ rl_storage_definitions_relid(void)
 	return get_relname_relid("rl_definitions", storage_nspid);
 }
 
-/* Find a definition; false when the name has none. */
+/*
+ * Find a definition; false when the name has none.  It is read with a
+ * fresh snapshot, not the transaction's, as the catalogs are: the newest
+ * committed definition and the transaction's own changes (definitions.c
+ * relies on this to cache it).
+ */
 bool
 rl_storage_get_definition(text *name, RlPolicy *policy)
 {
 	Datum		args[1] = {PointerGetDatum(name)};
 	Datum		values[RL_POLICY_NATTS];
 	bool		nulls[RL_POLICY_NATTS];
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
 
-	run_plan(PLAN_GET_DEFINITION, args, NULL, false, SPI_OK_SELECT);
+	run_plan_snapshot(PLAN_GET_DEFINITION, args, NULL, false, latest,
+					  SPI_OK_SELECT);
+	UnregisterSnapshot(latest);
 	if (SPI_processed == 0)
 		return false;
 	for (int i = 0; i < RL_POLICY_NATTS; i++)

@@ -44,6 +44,7 @@ typedef struct RlScanRow
 typedef struct RlScan RlScan;
 
 extern void rl_storage_begin(Oid nspid);
+extern void rl_storage_begin_writing(Oid nspid, const char *cmdname);
 extern void rl_storage_end(void);
 
 extern Oid	rl_storage_definitions_relid(void);

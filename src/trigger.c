@@ -118,7 +118,8 @@ rl_enforce(PG_FUNCTION_ARGS)
 	rl_target_init(&target, cstring_to_text(trigger->tgargs[0]),
 				   key ? cstring_to_text(key) : NULL);
 
-	rl_storage_begin(get_func_namespace(fcinfo->flinfo->fn_oid));
+	rl_storage_begin_writing(get_func_namespace(fcinfo->flinfo->fn_oid),
+							 "rl_enforce()");
 	rl_target_resolve(&target, NULL);
 	rl_target_check_count(&target, count, false);
 	rl_consume(&target, count, false, &answer);
