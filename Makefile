@@ -24,13 +24,13 @@ PGFILEDESC = "ratelimit - transactional rate limits"
 
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
 	search_path shards limit_all trigger jitter gc status upgrade settings \
-	read_only table_features
+	read_only table_features cache_coherence schema_rename
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
 ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	reservations timeouts limit_all_order shards_skip gc_skip_locked \
-	definition_cache
+	definition_cache hand_edits definition_races
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
