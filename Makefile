@@ -24,13 +24,15 @@ PGFILEDESC = "ratelimit - transactional rate limits"
 
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
 	search_path shards limit_all trigger jitter gc status upgrade settings \
-	read_only table_features cache_coherence schema_rename redefine
+	read_only table_features cache_coherence schema_rename redefine \
+	boundaries limit_all_prefixes
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
 ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	reservations timeouts limit_all_order shards_skip gc_skip_locked \
-	definition_cache hand_edits definition_races
+	definition_cache hand_edits definition_races limit_all_prefixes gc_recheck \
+	cache_reset
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -52,7 +54,7 @@ stop:
 	test/stop-cluster.sh
 
 test:
-	RL_TEST_MAJORS="$(PG)" test/run-tests.sh
+	RL_TEST_MAJORS="$(or $(PG),$(RL_TEST_MAJORS))" test/run-tests.sh
 
 bench:
 	test/bench/run.sh

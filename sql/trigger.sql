@@ -62,3 +62,46 @@ SELECT count(*) AS typo_rows FROM typo;
 
 DROP TABLE messages, jobs, typo;
 SELECT rl_undefine(name) FROM rl_definitions ORDER BY name;
+
+-- A bad count, constant or from a column, is refused as rl_limit refuses
+-- it (same SQLSTATE, same message), and the statement changes nothing.
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SELECT rl_define('counted', 'token bucket', 10, '1 hour');
+SELECT ok FROM rl_limit('counted', 'u', 1);
+CREATE TABLE counted (user_id text, n float8);
+CREATE FUNCTION error_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE stmt;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ' ' || SQLERRM;
+END $$;
+CREATE TABLE bad_counts (c text);
+INSERT INTO bad_counts VALUES ('NaN'), ('-1'), ('0'), ('1e16'), ('Infinity'), ('11');
+-- the count as a constant trigger argument
+CREATE FUNCTION enforce_constant(c text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE result text;
+BEGIN
+  EXECUTE format('CREATE TRIGGER c BEFORE INSERT ON counted FOR EACH ROW
+                  EXECUTE FUNCTION rl_enforce(%L, %L, %L)', 'counted', 'user_id', c);
+  result := error_of($q$INSERT INTO counted VALUES ('u', 1)$q$);
+  DROP TRIGGER c ON counted;
+  RETURN result;
+END $$;
+SELECT c, enforce_constant(c) AS trigger_error,
+       enforce_constant(c) = error_of(format('SELECT rl_limit(%L, %L, %L)', 'counted', 'u', c)) AS as_rl_limit
+FROM bad_counts;
+-- the count from a numeric column
+CREATE TRIGGER c BEFORE INSERT ON counted
+  FOR EACH ROW EXECUTE FUNCTION rl_enforce('counted', 'user_id', 'n');
+SELECT c, error_of(format('INSERT INTO counted VALUES (%L, %L)', 'u', c)) AS trigger_error,
+       error_of(format('INSERT INTO counted VALUES (%L, %L)', 'u', c))
+         = error_of(format('SELECT rl_limit(%L, %L, %L)', 'counted', 'u', c)) AS as_rl_limit
+FROM bad_counts;
+-- nothing was inserted or consumed
+SELECT count(*) AS rows_inserted FROM counted;
+SELECT value FROM rl_value('counted', 'u');
+DROP TABLE counted, bad_counts;
+DROP FUNCTION enforce_constant(text);
+DROP FUNCTION error_of(text);
+SELECT rl_undefine('counted');

@@ -16,6 +16,12 @@ RL_SYS_BIN=/usr/lib/postgresql/$RL_PG_MAJOR/bin
 RL_PORT=${RL_PORT:-55432}
 RL_PACKAGES="make gcc postgresql-$RL_PG_MAJOR postgresql-server-dev-$RL_PG_MAJOR libipc-run-perl sqlsmith postgresql-$RL_PG_MAJOR-cron postgresql-$RL_PG_MAJOR-plproxy"
 
+# Where, inside a Debian root of another major (test/majors/), this
+# checkout's copy lives: one per checkout, so that two can test at once.
+rl_root_copy() {
+	printf '/build/ratelimit-%s' "$(printf '%s' "$RL_REPO" | md5sum | cut -c1-12)"
+}
+
 rl_log() { printf '%s\n' "== $*" >&2; }
 rl_die() { printf '%s\n' "error: $*" >&2; exit 1; }
 rl_is_root() { [ "$(id -u)" = 0 ]; }

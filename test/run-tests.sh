@@ -31,7 +31,7 @@ for major in $majors; do
 		result=
 		if root=$("$RL_REPO/test/majors/root.sh" "$major"); then
 			"$RL_REPO/test/majors/run.sh" "$major" || true
-			result=$root/build/ratelimit/tmp/suites.result
+			result=$root$(rl_root_copy)/tmp/suites.result
 		fi
 	fi
 	ok=$(grep -c ' passed$' "$result" 2>/dev/null || true)

@@ -4,29 +4,29 @@
 # the root (objects of another major left behind), and the suites run there
 # as root under chroot, in a private mount namespace, so that /proc, /dev
 # and /dev/shm mounted for them vanish when the run ends.  The outcome of
-# each suite is left in the copy's tmp/suites.result.
-set -euo pipefail
+# each suite is left in the copy's tmp/suites.result (see rl_root_copy).
+source "$(dirname "$0")/../lib.sh"
 
 major=${1:?usage: run.sh MAJOR}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$RL_REPO
 root=$("$repo/test/majors/root.sh" "$major")
-src=$root/build/ratelimit
+src=$(rl_root_copy)
 
-rm -rf "$src"
-mkdir -p "$src"
+rm -rf "$root$src"
+mkdir -p "$root$src"
 tar -C "$repo" --exclude=./.git --exclude=./tmp --exclude=./results \
 	--exclude=./output_iso --exclude=./tmp_check --exclude='*.o' \
 	--exclude='*.so' --exclude='*.bc' --exclude=./test/unit/test_algebra \
-	-cf - . | tar -C "$src" -xf -
+	-cf - . | tar -C "$root$src" -xf -
 
-exec unshare --mount --propagation private bash -c '
+unshare --mount --propagation private bash -c '
 	set -e
-	root=$1 major=$2
+	root=$1 major=$2 src=$3
 	mount -t proc proc "$root/proc"
 	mount --bind /dev "$root/dev"
 	mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
 	exec chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root LANG=C.UTF-8 RL_IN_ROOT=1 RL_PG_MAJOR="$major" \
 		${RL_FUZZ_QUERIES:+RL_FUZZ_QUERIES=$RL_FUZZ_QUERIES} \
-		bash /build/ratelimit/test/run-suites.sh
-' run "$root" "$major"
+		bash "$src/test/run-suites.sh"
+' run "$root" "$major" "$src"
