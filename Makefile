@@ -23,7 +23,8 @@ DOCS = router/ratelimit_router.sql
 PGFILEDESC = "ratelimit - transactional rate limits"
 
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
-	search_path shards limit_all trigger jitter gc status upgrade settings
+	search_path shards limit_all trigger jitter gc status upgrade settings \
+	time_extremes
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
