@@ -1,7 +1,8 @@
 -- Near both ends of the timestamptz range (4714-11-24 BC, 294276-12-31),
 -- which only a superuser reaches (ratelimit.now_override, or a window
 -- start): a call either answers or fails with 22008 and writes nothing,
--- and no state outside the range is ever stored or returned.
+-- and no state outside the range is ever stored or returned.  The pinned
+-- clock itself must be an absolute time.
 SET timezone = 'UTC';
 SET datestyle = 'ISO';
 SET intervalstyle = 'postgres';
@@ -132,6 +133,24 @@ WHERE name IN ('tb', 'fw', 'fw_end') ORDER BY name, key, shard;
 SELECT count(*) AS out_of_range FROM rate_limits
 WHERE ts < '4714-11-24 00:00:00+00 BC' OR ts > '294276-12-31 23:59:59.999999+00';
 SELECT name, key, value, ts FROM rate_limits ORDER BY name, key, ts;
+
+-- The pinned clock must be an absolute time: a relative word is refused
+-- and the setting keeps its value.
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SET ratelimit.now_override = 'now';
+SET ratelimit.now_override = 'today';
+SET ratelimit.now_override = 'tomorrow';
+SET ratelimit.now_override = 'yesterday';
+SET ratelimit.now_override = 'NOW';
+SET ratelimit.now_override = 'Tomorrow 10:00';
+SET ratelimit.now_override = 'yesterday 00:00:00+00';
+SHOW ratelimit.now_override;
+-- epoch and a Julian day name one instant
+SET ratelimit.now_override = 'epoch';
+SELECT ts FROM rl_value('tb', 'epoch');
+SET ratelimit.now_override = 'J2451545';
+SELECT ts FROM rl_value('tb', 'j2000');
+SELECT count(*) AS written FROM rate_limits WHERE key IN ('epoch', 'j2000');
 
 RESET ratelimit.now_override;
 DROP FUNCTION try_all(text[]);
