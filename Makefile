@@ -25,7 +25,7 @@ PGFILEDESC = "ratelimit - transactional rate limits"
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
-	boundaries limit_all_prefixes
+	boundaries limit_all_prefixes time_extremes
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.

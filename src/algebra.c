@@ -14,6 +14,12 @@
  * by re-running the refill, so floating-point rounding can never make a
  * retry at retry_after fail.
  *
+ * Time arithmetic is checked: the times given must be valid timestamptz
+ * values, a sum of a time and a duration that reaches RL_END_TIME (or
+ * would overflow) stops the answer with RL_TIME_OUT_OF_RANGE, and a
+ * difference of two times is taken where it cannot overflow.  Near either
+ * end of the range a call can thus fail, but it never wraps.
+ *
  *-------------------------------------------------------------------------
  */
 #include "algebra.h"
@@ -137,6 +143,39 @@ rl_policy_shard(const RlPolicy *policy)
 	return shard;
 }
 
+/* True when t is a time a timestamptz can hold. */
+static bool
+valid_time(int64_t t)
+{
+	return t >= RL_MIN_TIME && t < RL_END_TIME;
+}
+
+/*
+ * A later time, t + d (d >= 0), into *sum; false when it would be at or
+ * past RL_END_TIME, overflow included.
+ */
+static bool
+add_before_end(int64_t t, int64_t d, int64_t *sum)
+{
+	return !__builtin_add_overflow(t, d, sum) && *sum < RL_END_TIME;
+}
+
+/*
+ * How long from now until t, zero when t is not later; false when that is
+ * more than RL_MAX_WAIT.  Two valid times can lie further apart than an
+ * int64_t reaches, hence the checked difference.
+ */
+static bool
+wait_until(int64_t t, int64_t now, int64_t *wait)
+{
+	if (t <= now)
+	{
+		*wait = 0;
+		return true;
+	}
+	return !__builtin_sub_overflow(t, now, wait) && *wait <= RL_MAX_WAIT;
+}
+
 /* Floor modulo: the result is in [0, m) for m > 0. */
 static int64_t
 floor_mod(int64_t a, int64_t m)
@@ -181,30 +220,47 @@ rl_window_origin(const RlPolicy *policy, const char *name, size_t name_len,
 	return (int64_t) (h % (uint64_t) policy->period);
 }
 
-/* The start of the window that contains t. */
+/*
+ * The start of the window that contains t.  It precedes t by less than a
+ * period, so it may precede RL_MIN_TIME; one that would precede INT64_MIN
+ * comes back as INT64_MIN, outside the valid range as the true start is.
+ */
 int64_t
 rl_window_start(int64_t t, int64_t origin, int64_t period)
 {
-	/* origin is reduced into [0, period) so t - origin cannot overflow */
-	origin = floor_mod(origin, period);
-	return t - floor_mod(t - origin, period);
+	/* t's offset into its window, found without forming t - origin */
+	int64_t		offset = floor_mod(t, period) - floor_mod(origin, period);
+	int64_t		start;
+
+	if (offset < 0)
+		offset += period;
+	if (__builtin_sub_overflow(t, offset, &start))
+		return INT64_MIN;
+	return start;
 }
 
-/* The state of a key never seen before: a full bucket. */
-RlState
-rl_initial_state(const RlPolicy *policy, int64_t origin, int64_t now)
+/*
+ * The state of a key never seen before: a full bucket, counted from now
+ * (token bucket) or from the start of now's window.  RL_TIME_OUT_OF_RANGE
+ * when now is not a valid time, or its window starts before RL_MIN_TIME.
+ */
+RlStatus
+rl_initial_state(const RlPolicy *policy, int64_t origin, int64_t now,
+				 RlState *state)
 {
-	RlState		state;
-
-	state.value = policy->capacity;
-	state.ts = policy->kind == RL_TOKEN_BUCKET ? now :
+	if (!valid_time(now))
+		return RL_TIME_OUT_OF_RANGE;
+	state->value = policy->capacity;
+	state->ts = policy->kind == RL_TOKEN_BUCKET ? now :
 		rl_window_start(now, origin, policy->period);
-	return state;
+	return valid_time(state->ts) ? RL_DECIDED : RL_TIME_OUT_OF_RANGE;
 }
 
 /*
  * Bring a state forward to now without consuming.  A clock that reads
- * earlier than ts adds nothing and never moves ts backwards.
+ * earlier than ts adds nothing and never moves ts backwards.  The new ts
+ * is state.ts, now, or the start of now's window when that follows
+ * state.ts, so it is a valid time whenever state.ts and now are.
  */
 RlState
 rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
@@ -215,7 +271,12 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 	{
 		if (now > state.ts)
 		{
-			double		elapsed = (double) now - (double) state.ts;
+			/*
+			 * The exact difference, then rounded: converting each time first
+			 * would lose microseconds far from 2000, and the difference of
+			 * two valid times can exceed what an int64_t holds.
+			 */
+			double		elapsed = (double) ((uint64_t) now - (uint64_t) state.ts);
 
 			out.value = state.value + elapsed * policy->rate / policy->period;
 			out.ts = now;
@@ -228,7 +289,9 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 
 		if (to > from)
 		{
-			double		windows = (double) ((to - from) / policy->period);
+			/* exact even where to - from exceeds what an int64_t holds */
+			uint64_t	span = (uint64_t) to - (uint64_t) from;
+			double		windows = (double) (span / (uint64_t) policy->period);
 
 			out.value = state.value + windows * policy->rate;
 			out.ts = to;
@@ -251,14 +314,19 @@ rl_state_is_idle(const RlPolicy *policy, int64_t origin, RlState state,
 				 int64_t now)
 {
 	RlState		current = rl_refill(policy, origin, state, now);
-	RlState		fresh = rl_initial_state(policy, origin, now);
+	RlState		fresh;
 
+	/* where no missing row can start (before RL_MIN_TIME), keep the row */
+	if (rl_initial_state(policy, origin, now, &fresh) != RL_DECIDED)
+		return false;
 	return current.value >= fresh.value && current.ts == fresh.ts;
 }
 
 /*
  * How long from now until state, left alone, holds at least target tokens
- * (target <= capacity).  RL_WAIT_TOO_LONG when that is past RL_MAX_WAIT.
+ * (target <= capacity).  RL_WAIT_TOO_LONG when that is past RL_MAX_WAIT,
+ * RL_TIME_OUT_OF_RANGE when it is at or past RL_END_TIME.  now and
+ * state.ts must be valid times.
  */
 static RlStatus
 wait_for(const RlPolicy *policy, int64_t origin, RlState state,
@@ -268,6 +336,7 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 	int64_t		base;
 	int64_t		step;
 	int64_t		t;
+	int64_t		waited;
 	double		guess;
 
 	if (missing <= 0)
@@ -289,29 +358,51 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 	}
 	if (!(guess <= (double) RL_MAX_WAIT))
 		return RL_WAIT_TOO_LONG;
-	t = base + (int64_t) guess;
+	/* past the end, start from the last valid time: it may be enough */
+	if (!add_before_end(base, (int64_t) guess, &t))
+		t = RL_END_TIME - 1;
 
 	/*
 	 * The closed form can land a rounding error off; let the refill itself
 	 * decide.  Step forward until it agrees (growing steps bound the loop
-	 * even where a microsecond is below the precision of the arithmetic),
-	 * then back while the step before still agrees.
+	 * even where a microsecond is below the precision of the arithmetic;
+	 * past RL_MAX_WAIT they stop growing, so they cannot overflow), then
+	 * back while the step before still agrees.  t never precedes base,
+	 * which is at most a period before a valid time, so t - step cannot
+	 * overflow.
 	 */
 	while (rl_refill(policy, origin, state, t).value < target)
 	{
-		t += step;
-		if (policy->kind == RL_TOKEN_BUCKET)
+		if (!add_before_end(t, step, &t))
+			return RL_TIME_OUT_OF_RANGE;
+		if (policy->kind == RL_TOKEN_BUCKET && step < RL_MAX_WAIT)
 			step *= 2;
-		if (t - now > RL_MAX_WAIT)
+		if (!wait_until(t, now, &waited))
 			return RL_WAIT_TOO_LONG;
 	}
 	step = policy->kind == RL_TOKEN_BUCKET ? 1 : policy->period;
 	for (int i = 0; i < 4 && t - step > base &&
 		 rl_refill(policy, origin, state, t - step).value >= target; i++)
 		t -= step;
-	*wait = t > now ? t - now : 0;
-	if (*wait > RL_MAX_WAIT)
+	if (!wait_until(t, now, wait))
 		return RL_WAIT_TOO_LONG;
+	return RL_DECIDED;
+}
+
+/*
+ * How long from now until the next window starts.  RL_TIME_OUT_OF_RANGE
+ * when that start is at or past RL_END_TIME.
+ */
+static RlStatus
+window_reset(const RlPolicy *policy, int64_t origin, int64_t now,
+			 int64_t *reset_after)
+{
+	int64_t		next;
+
+	if (!add_before_end(rl_window_start(now, origin, policy->period),
+						policy->period, &next))
+		return RL_TIME_OUT_OF_RANGE;
+	*reset_after = next - now;
 	return RL_DECIDED;
 }
 
@@ -328,8 +419,13 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	RlState		after;
 	RlStatus	status;
 
-	current = state ? rl_refill(policy, origin, *state, now) :
-		rl_initial_state(policy, origin, now);
+	if (!valid_time(now) || (state && !valid_time(state->ts)))
+		return RL_TIME_OUT_OF_RANGE;
+	if (state)
+		current = rl_refill(policy, origin, *state, now);
+	else if ((status = rl_initial_state(policy, origin, now,
+										&current)) != RL_DECIDED)
+		return status;
 	after.value = current.value - count;
 	after.ts = current.ts;
 
@@ -374,9 +470,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	if (policy->kind == RL_TOKEN_BUCKET)
 		return wait_for(policy, origin, decision->ok ? after : current,
 						policy->capacity, now, &decision->reset_after);
-	decision->reset_after =
-		rl_window_start(now, origin, policy->period) + policy->period - now;
-	return RL_DECIDED;
+	return window_reset(policy, origin, now, &decision->reset_after);
 }
 
 /* The tokens a set of shards holds at time t, left alone. */
@@ -394,22 +488,26 @@ sum_at(const RlPolicy *policy, int64_t origin, const RlState *states,
 /*
  * The first microsecond from now at which the shards, left alone, hold at
  * least target tokens together: a binary search, since the refill never
- * decreases.  RL_WAIT_TOO_LONG when not within RL_MAX_WAIT.
+ * decreases.  RL_WAIT_TOO_LONG when not within RL_MAX_WAIT;
+ * RL_TIME_OUT_OF_RANGE when not before RL_END_TIME, which comes first.
  */
 static RlStatus
 wait_for_sum(const RlPolicy *policy, int64_t origin, const RlState *states,
 			 int n, double target, int64_t now, int64_t *wait)
 {
 	int64_t		lo = now;
-	int64_t		hi = now + RL_MAX_WAIT;
+	int64_t		hi;
+	bool		cut = !add_before_end(now, RL_MAX_WAIT, &hi);
 
 	if (sum_at(policy, origin, states, n, lo) >= target)
 	{
 		*wait = 0;
 		return RL_DECIDED;
 	}
+	if (cut)
+		hi = RL_END_TIME - 1;
 	if (sum_at(policy, origin, states, n, hi) < target)
-		return RL_WAIT_TOO_LONG;
+		return cut ? RL_TIME_OUT_OF_RANGE : RL_WAIT_TOO_LONG;
 	while (hi - lo > 1)
 	{
 		int64_t		mid = lo + (hi - lo) / 2;
@@ -453,6 +551,11 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
 	RlStatus	status;
 
 	memset(d, 0, sizeof(*d));
+	if (!valid_time(now))
+		return RL_TIME_OUT_OF_RANGE;
+	for (int i = 0; i < nshards; i++)
+		if (states[i] && !valid_time(states[i]->ts))
+			return RL_TIME_OUT_OF_RANGE;
 	if (nshards == 1)
 	{
 		RlDecision	one;
@@ -469,8 +572,13 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
 	}
 
 	for (int i = 0; i < 2; i++)
-		cur[i] = states[i] ? rl_refill(policy, origin, *states[i], now) :
-			rl_initial_state(policy, origin, now);
+	{
+		if (states[i])
+			cur[i] = rl_refill(policy, origin, *states[i], now);
+		else if ((status = rl_initial_state(policy, origin, now,
+											&cur[i])) != RL_DECIDED)
+			return status;
+	}
 	best = cur[0].value >= cur[1].value ? 0 : 1;
 	total = cur[0].value + cur[1].value - count;
 	floor_value = !reserve ? 0 :
@@ -531,16 +639,15 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
 		status = wait_for_sum(policy, origin, stored, 2,
 							  count + 2 * floor_value, now, &wait);
 		take_shorter(status, wait, &found, &d->retry_after);
+		/* every search failed for the same reason: they share now */
 		if (!found)
-			return RL_WAIT_TOO_LONG;
+			return status;
 	}
 
 	if (policy->kind == RL_TOKEN_BUCKET)
 		return wait_for_sum(policy, origin, d->ok ? d->state : cur, 2,
 							2 * policy->capacity, now, &d->reset_after);
-	d->reset_after =
-		rl_window_start(now, origin, policy->period) + policy->period - now;
-	return RL_DECIDED;
+	return window_reset(policy, origin, now, &d->reset_after);
 }
 
 /* A retry delay spread over [0, period), from a uniform draw in [0, 1). */

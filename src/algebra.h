@@ -6,8 +6,8 @@
  *
  * Nothing here includes a PostgreSQL header or reads a clock: every
  * function is pure, so test/unit can check it against hand-made vectors.
- * Times are microseconds on any fixed epoch (the SQL layer uses
- * PostgreSQL's TimestampTz); durations are microseconds too.
+ * Times are PostgreSQL's TimestampTz (microseconds from 2000-01-01 UTC);
+ * durations are microseconds too.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +25,17 @@
 #define RL_MAX_WAIT			(INT64_C(365250) * RL_USECS_PER_DAY)	/* 1000 years */
 #define RL_MAX_AMOUNT		1e15	/* rate, capacity, max_reserved, count */
 #define RL_MAX_SHARDS		1024
+
+/*
+ * The times a timestamptz can hold, [RL_MIN_TIME, RL_END_TIME): PostgreSQL's
+ * MIN_TIMESTAMP (4714-11-24 00:00 BC UTC) and END_TIMESTAMP (294277-01-01
+ * 00:00 UTC), copied since this file includes no PostgreSQL header (limit.c
+ * asserts at compile time that they agree).  A decision that would store a
+ * time outside them, or needs a window start, retry or reset past the end,
+ * is RL_TIME_OUT_OF_RANGE rather than an answer.
+ */
+#define RL_MIN_TIME			INT64_C(-211813488000000000)
+#define RL_END_TIME			INT64_C(9223371331200000000)
 
 typedef enum RlKind
 {
@@ -54,8 +65,10 @@ typedef struct RlState
 
 typedef enum RlStatus
 {
-	RL_DECIDED,					/* the decision fields are valid */
-	RL_WAIT_TOO_LONG			/* an answer would exceed RL_MAX_WAIT */
+	RL_DECIDED,					/* the answer's fields are valid */
+	RL_WAIT_TOO_LONG,			/* an answer would exceed RL_MAX_WAIT */
+	RL_TIME_OUT_OF_RANGE		/* a time given or needed is outside
+								 * [RL_MIN_TIME, RL_END_TIME) */
 } RlStatus;
 
 typedef struct RlDecision
@@ -93,8 +106,8 @@ extern int64_t rl_window_origin(const RlPolicy *policy, const char *name,
 								size_t key_len, bool key_is_null);
 extern int64_t rl_window_start(int64_t t, int64_t origin, int64_t period);
 
-extern RlState rl_initial_state(const RlPolicy *policy, int64_t origin,
-								int64_t now);
+extern RlStatus rl_initial_state(const RlPolicy *policy, int64_t origin,
+								 int64_t now, RlState *state);
 extern RlState rl_refill(const RlPolicy *policy, int64_t origin,
 						 RlState state, int64_t now);
 extern bool rl_state_is_idle(const RlPolicy *policy, int64_t origin,

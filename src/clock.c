@@ -10,7 +10,10 @@
  *
  * ratelimit.now_override is PGC_SUSET: only a superuser can pin the clock,
  * since a pinned clock lets a session refill or starve any limit.  Its
- * value is parsed once, in the check hook, without throwing.
+ * value is parsed once, in the check hook, without throwing.  It must be
+ * an absolute time: a word like 'now' or 'tomorrow' would be resolved
+ * again, to another time, wherever the setting is re-applied (a parallel
+ * worker, a reload), so the clock would not be pinned at all.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,7 +29,25 @@ static char *now_override_string = NULL;
 static bool now_override_set = false;
 static TimestampTz now_override_value = 0;
 
-/* Accept '' (the real clock) or a finite timestamptz literal. */
+/* The first word of a parsed value that names a time relative to the clock. */
+static const char *
+relative_word(char **field, int *ftype, int nf)
+{
+	for (int i = 0; i < nf; i++)
+	{
+		int			val;
+
+		/* fields come lower-cased; DecodeDateTime looks words up the same way */
+		if ((ftype[i] == DTK_STRING || ftype[i] == DTK_SPECIAL) &&
+			DecodeSpecial(i, field[i], &val) == RESERV &&
+			(val == DTK_NOW || val == DTK_TODAY || val == DTK_TOMORROW ||
+			 val == DTK_YESTERDAY))
+			return field[i];
+	}
+	return NULL;
+}
+
+/* Accept '' (the real clock) or a finite, absolute timestamptz literal. */
 static bool
 check_now_override(char **newval, void **extra, GucSource source)
 {
@@ -41,13 +62,21 @@ check_now_override(char **newval, void **extra, GucSource source)
 	TimestampTz result = 0;
 	TimestampTz *parsed;
 	bool		valid = true;
+	const char *relative;
 
 	if (*newval == NULL || (*newval)[0] == '\0')
 		return true;
 	if (strlen(*newval) > MAXDATELEN ||
 		ParseDateTime(*newval, workbuf, sizeof(workbuf), field, ftype,
-					  MAXDATEFIELDS, &nf) != 0 ||
-		compat_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz) != 0)
+					  MAXDATEFIELDS, &nf) != 0)
+		valid = false;
+	else if ((relative = relative_word(field, ftype, nf)) != NULL)
+	{
+		GUC_check_errdetail("The word \"%s\" is relative to the clock; the value must be empty or an absolute timestamp with time zone.",
+							relative);
+		return false;
+	}
+	else if (compat_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz) != 0)
 		valid = false;
 	else if (dtype == DTK_EPOCH)
 		result = SetEpochTimestamp();

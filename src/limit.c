@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 #include "clock.h"
 #include "compat.h"
@@ -28,6 +29,10 @@
 #include "limit.h"
 #include "policy.h"
 #include "storage.h"
+
+/* algebra.h keeps its own copy of timestamptz's range */
+StaticAssertDecl(RL_MIN_TIME == MIN_TIMESTAMP && RL_END_TIME == END_TIMESTAMP,
+				 "RL_MIN_TIME and RL_END_TIME must match timestamptz's range");
 
 /* The row, or the up to two shards, a call holds. */
 typedef struct RlHeld
@@ -213,22 +218,63 @@ row_policy(const RlTarget *target)
 		rl_policy_shard(&target->policy);
 }
 
-/* Decide over the rows a call holds, at a time read after the locks. */
+/* Raise the error for what the algebra could not answer at time now. */
+static void
+check_answered(RlStatus status, TimestampTz now)
+{
+	switch (status)
+	{
+		case RL_DECIDED:
+			return;
+		case RL_WAIT_TOO_LONG:
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("rate limit wait exceeds 1000 years"),
+					 errdetail("The count is too large for the rate of the limit.")));
+			break;
+		case RL_TIME_OUT_OF_RANGE:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("rate limit state would fall outside the timestamp range"),
+					 errdetail("The call is at %s; a window start, retry or reset it needs lies before 4714-11-24 BC or after 294276-12-31.",
+							   timestamptz_to_str(now))));
+			break;
+	}
+	elog(ERROR, "unexpected rate limit status %d", (int) status);
+}
+
+/*
+ * Refuse a state that timestamptz cannot hold, before it is written or
+ * returned.  The algebra refuses such states already, against its copy of
+ * the bounds; this is the check against PostgreSQL's own.
+ */
+static void
+check_state_time(const RlState *state, TimestampTz now)
+{
+	if (!IS_VALID_TIMESTAMP(state->ts))
+		check_answered(RL_TIME_OUT_OF_RANGE, now);
+}
+
+/*
+ * Decide over the rows a call holds, at a time read after the locks.
+ * Every state the answer would write is checked here, and rl_consume_all
+ * decides every limit before it writes any, so an error writes nothing.
+ */
 static void
 decide_held(const RlTarget *target, const RlHeld *held, double count,
 			bool reserve, RlAnswer *answer)
 {
 	RlPolicy	policy = row_policy(target);
 	const RlState *states[2];
+	TimestampTz now = rl_clock_now();
 
 	for (int i = 0; i < held->n; i++)
 		states[i] = held->stored[i] ? &held->state[i] : NULL;
-	if (rl_decide_shards(&policy, target->origin, held->n, states,
-						 rl_clock_now(), count, reserve, answer) != RL_DECIDED)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("rate limit wait exceeds 1000 years"),
-				 errdetail("The count is too large for the rate of the limit.")));
+	check_answered(rl_decide_shards(&policy, target->origin, held->n, states,
+									now, count, reserve, answer), now);
+	for (int i = 0; i < held->n; i++)
+		if (answer->write[i])
+			check_state_time(&answer->state[i], now);
 }
 
 /*
@@ -288,9 +334,11 @@ static void
 create_full_row(const RlTarget *target, const RlRowKey *row)
 {
 	RlPolicy	policy = row_policy(target);
-	RlState		full = rl_initial_state(&policy, target->origin,
-										rl_clock_now());
+	TimestampTz now = rl_clock_now();
+	RlState		full;
 
+	check_answered(rl_initial_state(&policy, target->origin, now, &full), now);
+	check_state_time(&full, now);
 	rl_storage_insert(row, &full);
 }
 
@@ -563,11 +611,16 @@ rl_current(const RlTarget *target)
 
 	rl_storage_read_shards(target->name, target->key, nshards, states, found);
 	if (nshards == 1 && found[0])
-		return rl_refill(&policy, target->origin, states[0], now);
-	total = rl_initial_state(&policy, target->origin, now);
-	total.value = 0;
-	for (int s = 0; s < nshards; s++)
-		total.value += shard_value(target, &policy, found[s], states[s], now);
+		total = rl_refill(&policy, target->origin, states[0], now);
+	else
+	{
+		check_answered(rl_initial_state(&policy, target->origin, now, &total),
+					   now);
+		total.value = 0;
+		for (int s = 0; s < nshards; s++)
+			total.value += shard_value(target, &policy, found[s], states[s], now);
+	}
+	check_state_time(&total, now);
 	return total;
 }
 
@@ -586,8 +639,8 @@ rl_row_is_idle(const RlTarget *target, RlState state)
 /*
  * One stored row brought forward to now, for rl_status: its state, the
  * time until it is full again (token bucket) or its next window starts,
- * false for that time when it lies beyond the longest wait, and whether
- * rl_gc would delete it.
+ * false for that time when it lies beyond the longest wait or past the
+ * end of the timestamp range, and whether rl_gc would delete it.
  */
 bool
 rl_row_now(const RlTarget *target, RlState stored, RlState *current,

@@ -13,6 +13,7 @@
 #define SEC  INT64_C(1000000)
 #define MIN  (60 * SEC)
 #define HOUR (60 * MIN)
+#define DAY  (24 * HOUR)
 
 static int passed;
 static int failed;
@@ -438,6 +439,146 @@ run_idle(void)
 	}
 }
 
+/*
+ * Near both ends of the timestamptz range.  RL_MIN_TIME (4714-11-24 BC)
+ * and RL_END_TIME (294277-01-01) are whole hours from 2000-01-01, and
+ * RL_END_TIME is 106751983 days from it; INT64_MAX is only about 8 days
+ * past RL_END_TIME, so a wait or window of more than that from near the
+ * end overflows unless checked.
+ */
+static void
+run_time_extremes(void)
+{
+	RlPolicy	tb = bucket(10, MIN, 10);	/* one token per 6 s */
+	RlPolicy	slow = bucket(1, 30 * DAY, 1);
+	RlPolicy	fw = window(5, HOUR, 5, 0);
+	RlPolicy	fw30 = window(1, 30 * DAY, 1, 0);
+	RlPolicy	half = tb;
+	RlState		empty;
+	RlState		s;
+	RlState		shard_a;
+	RlState		shard_b;
+	const RlState *both[2] = {&shard_a, &shard_b};
+	RlDecision	d;
+	RlShardDecision sd;
+	RlStatus	status;
+
+	/* the end: one minute before it, 1 of 10 taken, full again in 6 s */
+	empty = (RlState) {10, RL_END_TIME - MIN};
+	status = rl_decide(&tb, 0, &empty, RL_END_TIME - MIN, 1, false, &d);
+	expect(status == RL_DECIDED && d.ok && near(d.remaining, 9) &&
+		   d.reset_after == 6 * SEC && d.state.ts == RL_END_TIME - MIN,
+		   "end: a bucket a minute before the end answers");
+
+	/* 30 s before the end, 10 of 10 taken: full again 60 s on, past the end */
+	status = rl_decide(&tb, 0, NULL, RL_END_TIME - 30 * SEC, 10, false, &d);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "end: a bucket's reset past the end is out of range");
+
+	/* one token per 30 days, none held an hour before the end: 30 days on */
+	s = (RlState) {0, RL_END_TIME - HOUR};
+	status = rl_decide(&slow, 0, &s, RL_END_TIME - HOUR, 1, false, &d);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "end: a retry 30 days on, past INT64_MAX, is out of range");
+
+	/* windows of an hour from 2000-01-01: the last one starts an hour before the end */
+	status = rl_decide(&fw, 0, NULL, RL_END_TIME - 90 * MIN, 1, false, &d);
+	expect(status == RL_DECIDED && d.ok && near(d.remaining, 4) &&
+		   d.reset_after == 30 * MIN && d.state.ts == RL_END_TIME - 2 * HOUR,
+		   "end: a window ending an hour before the end answers");
+	status = rl_decide(&fw, 0, NULL, RL_END_TIME - 30 * MIN, 1, false, &d);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "end: the last window's reset, the end itself, is out of range");
+
+	/*
+	 * 30-day windows: the end is day 106751983 = 30 * 3558399 + 13, so the
+	 * window holding an hour before it started 13 days before the end and
+	 * the next starts 17 days after it, past INT64_MAX.
+	 */
+	status = rl_decide(&fw30, 0, NULL, RL_END_TIME - HOUR, 1, false, &d);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "end: a next window past INT64_MAX is out of range");
+	expect(rl_window_start(RL_END_TIME - HOUR, 0, 30 * DAY) == RL_END_TIME - 13 * DAY,
+		   "end: the last 30-day window starts 13 days before the end");
+
+	/*
+	 * Two shards of 5 a minute, both empty, an hour before the end: one
+	 * token comes in 6 s from both together; full (10) in 60 s.  The
+	 * search must not reach 1000 years past now.
+	 */
+	half.shards = 2;
+	half = rl_policy_shard(&half);
+	shard_a = (RlState) {0, RL_END_TIME - HOUR};
+	shard_b = shard_a;
+	status = rl_decide_shards(&half, 0, 2, both, RL_END_TIME - HOUR, 1, false, &sd);
+	expect(status == RL_DECIDED && !sd.ok && sd.retry_after == 6 * SEC &&
+		   sd.reset_after == 60 * SEC,
+		   "end: shards searching past the end still find a 6 s retry");
+	shard_a.ts = shard_b.ts = RL_END_TIME - 30 * SEC;
+	status = rl_decide_shards(&half, 0, 2, both, RL_END_TIME - 30 * SEC, 1, false, &sd);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "end: shards full again past the end are out of range");
+	status = rl_decide_shards(&fw, 0, 2, (const RlState *const[]) {NULL, NULL},
+							  RL_END_TIME - 30 * MIN, 1, false, &sd);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "end: sharded windows resetting at the end are out of range");
+	status = rl_decide_shards(&fw30, 0, 2, (const RlState *const[]) {NULL, NULL},
+							  RL_END_TIME - HOUR, 1, false, &sd);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "end: sharded windows resetting past INT64_MAX are out of range");
+
+	/* a time at or past the end, or before the start, is no input */
+	status = rl_decide(&tb, 0, NULL, RL_END_TIME, 1, false, &d);
+	expect(status == RL_TIME_OUT_OF_RANGE, "end: now at the end is refused");
+	s = (RlState) {10, RL_MIN_TIME - 1};
+	status = rl_decide(&tb, 0, &s, 0, 1, false, &d);
+	expect(status == RL_TIME_OUT_OF_RANGE, "start: a stored ts before the start is refused");
+
+	/*
+	 * The start: windows of an hour from 00:30 (origin 30 min).  At 00:10
+	 * on the first day, the window began at 23:30 the day before, before
+	 * the start: no state can be stored.  At 00:40 it began at 00:30.
+	 */
+	status = rl_initial_state(&fw, 30 * MIN, RL_MIN_TIME + 10 * MIN, &s);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "start: a first window beginning before the start is out of range");
+	status = rl_decide(&fw, 30 * MIN, NULL, RL_MIN_TIME + 10 * MIN, 1, false, &d);
+	expect(status == RL_TIME_OUT_OF_RANGE,
+		   "start: a call in a window beginning before the start is out of range");
+	expect(rl_window_start(RL_MIN_TIME + 10 * MIN, 30 * MIN, HOUR) ==
+		   RL_MIN_TIME - 30 * MIN, "start: a window start may precede the start");
+	status = rl_decide(&fw, 30 * MIN, NULL, RL_MIN_TIME + 40 * MIN, 1, false, &d);
+	expect(status == RL_DECIDED && d.ok && near(d.remaining, 4) &&
+		   d.reset_after == 50 * MIN && d.state.ts == RL_MIN_TIME + 30 * MIN,
+		   "start: the first window within the range answers");
+	expect(!rl_state_is_idle(&fw, 30 * MIN, (RlState) {5, RL_MIN_TIME},
+							 RL_MIN_TIME + 10 * MIN),
+		   "start: no row is idle where a new one cannot start");
+
+	/* a bucket starts at the first microsecond: 10 - 1, counted from it */
+	status = rl_decide(&tb, 0, NULL, RL_MIN_TIME, 1, false, &d);
+	expect(status == RL_DECIDED && d.ok && d.state.ts == RL_MIN_TIME &&
+		   d.reset_after == 6 * SEC, "start: a bucket at the first microsecond");
+
+	/*
+	 * Across the whole range: a window row left at the start and read 90
+	 * minutes before the end is further apart than INT64_MAX; it refills
+	 * to full (5), counted from the window 2 hours before the end.
+	 */
+	s = rl_refill(&fw, 0, (RlState) {0, RL_MIN_TIME}, RL_END_TIME - 90 * MIN);
+	expect(near(s.value, 5) && s.ts == RL_END_TIME - 2 * HOUR,
+		   "range: a window refills across the whole range");
+	status = rl_decide(&fw, 0, &(RlState) {0, RL_MIN_TIME}, RL_END_TIME - 90 * MIN,
+					   1, false, &d);
+	expect(status == RL_DECIDED && d.ok && near(d.remaining, 4) &&
+		   d.state.ts == RL_END_TIME - 2 * HOUR,
+		   "range: a call on a row left at the start, near the end");
+
+	/* a window start below INT64_MIN saturates rather than wraps */
+	expect(rl_window_start(INT64_MIN + 5, 0, HOUR) == INT64_MIN,
+		   "a window start before INT64_MIN comes back as INT64_MIN");
+}
+
 int
 main(void)
 {
@@ -450,6 +591,7 @@ main(void)
 	run_shards();
 	run_shard_total();
 	run_idle();
+	run_time_extremes();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
