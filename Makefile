@@ -16,7 +16,8 @@ MODULE_big = ratelimit
 OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/functions.o src/gc.o src/limit.o \
 	src/policy.o src/storage.o src/trigger.o
-DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql
+DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
+	ratelimit--1.1--1.2.sql ratelimit--1.2.sql
 # The PL/Proxy router script is run on a proxy database, not installed as an
 # extension: it goes with the documentation.
 DOCS = router/ratelimit_router.sql

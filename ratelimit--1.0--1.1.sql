@@ -84,9 +84,6 @@ CREATE TRIGGER rl_definitions_changed
 	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rl_definitions_changed();
 COMMENT ON TRIGGER rl_definitions_changed ON @extschema@.rl_definitions IS
 	'keeps the per-backend definition caches fresh';
--- ALWAYS: also for changes a logical-replication worker applies, and under
--- session_replication_role = replica (as pg_restore --disable-triggers).
-ALTER TABLE @extschema@.rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_changed;
 
 -- Live state is data: pg_dump saves it with the definitions, so a
 -- restore does not hand everyone a full bucket (or a fresh daily quota).

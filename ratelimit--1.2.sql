@@ -1,0 +1,532 @@
+/* ratelimit--1.1.sql */
+
+\echo Use "CREATE EXTENSION ratelimit" to load this file. \quit
+
+-- Every object lives in the schema CREATE EXTENSION chose (@extschema@);
+-- the C code finds its tables through the schema of the function called,
+-- never through search_path.
+
+CREATE TYPE @extschema@.rl_policy AS (
+	kind text,
+	rate float8,
+	period interval,
+	capacity float8,
+	max_reserved float8,
+	shards integer,
+	start timestamptz
+);
+COMMENT ON TYPE @extschema@.rl_policy IS
+	'a rate limit policy for inline use; build it with rl_token_bucket() or rl_fixed_window()';
+
+CREATE TYPE @extschema@.rl_result AS (
+	ok boolean,
+	retry_after interval,
+	remaining float8,
+	reset_after interval
+);
+COMMENT ON TYPE @extschema@.rl_result IS
+	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window';
+
+CREATE TYPE @extschema@.rl_state AS (
+	value float8,
+	ts timestamptz
+);
+COMMENT ON TYPE @extschema@.rl_state IS
+	'the two numbers of a limit, brought forward to now: tokens held and the time they are counted at';
+
+-- Cold: definitions, written rarely, read on every call.
+CREATE TABLE @extschema@.rl_definitions (
+	name text COLLATE "C" PRIMARY KEY
+		CHECK (octet_length(name) OPERATOR(pg_catalog.>=) 1
+			AND octet_length(name) OPERATOR(pg_catalog.<=) 256),
+	kind text NOT NULL
+		CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['token bucket', 'fixed window'])),
+	rate float8 NOT NULL,
+	period interval NOT NULL,
+	capacity float8 NOT NULL,
+	max_reserved float8,
+	shards integer NOT NULL DEFAULT 1,
+	start timestamptz
+);
+COMMENT ON TABLE @extschema@.rl_definitions IS
+	'named rate limit definitions; write them with rl_define() and rl_undefine()';
+
+-- Hot: two numbers per (name, key, shard), updated in place.  The NULL key
+-- is stored as '' (empty keys are refused), so the primary key stays
+-- unique.  fillfactor leaves room on each page for HOT updates.
+CREATE TABLE @extschema@.rate_limits (
+	name text COLLATE "C" NOT NULL,
+	key text COLLATE "C" NOT NULL,
+	shard smallint NOT NULL,
+	value float8 NOT NULL,
+	ts timestamptz NOT NULL,
+	PRIMARY KEY (name, key, shard)
+) WITH (fillfactor = 90);
+COMMENT ON TABLE @extschema@.rate_limits IS
+	'rate limit state: tokens (value) at time ts per (name, key, shard); key '''' is the shared NULL key';
+
+REVOKE ALL ON TABLE @extschema@.rl_definitions FROM PUBLIC;
+REVOKE ALL ON TABLE @extschema@.rate_limits FROM PUBLIC;
+
+-- Policy constructors: pure, checked.
+
+CREATE FUNCTION @extschema@.rl_token_bucket(
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1)
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_token_bucket'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) IS
+	'an inline token bucket policy: rate tokens per period, up to capacity (default rate)';
+
+CREATE FUNCTION @extschema@.rl_fixed_window(
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1,
+	start timestamptz DEFAULT NULL)
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_fixed_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) IS
+	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate)';
+
+-- Administration.
+
+CREATE FUNCTION @extschema@.rl_define(
+	name text,
+	kind text,
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1,
+	start timestamptz DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_define'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) IS
+	'create or replace a named rate limit; existing state is kept';
+
+CREATE FUNCTION @extschema@.rl_undefine(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_undefine'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_undefine(text) IS
+	'drop a named rate limit and all its state';
+
+-- Per-key functions: one C function serves every key type; a non-text
+-- key is stored as its text form.  Only the text version defaults the key,
+-- so rl_limit('name') is not ambiguous; smallint has its own versions because
+-- it would otherwise be ambiguous between integer and bigint.
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key text DEFAULT NULL,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key bigint,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key integer,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key smallint,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key uuid,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, text) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, bigint) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, integer) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key smallint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, smallint) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key uuid)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, uuid) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE TYPE @extschema@.rl_all_result AS (
+	ok boolean,
+	retry_after interval,
+	refused_name text,
+	refused_key text
+);
+COMMENT ON TYPE @extschema@.rl_all_result IS
+	'the answer of rl_limit_all: granted?, the longest retry_after, and the limit that refused';
+
+CREATE FUNCTION @extschema@.rl_limit_all(
+	names text[],
+	keys text[],
+	counts float8[],
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_all_result
+AS 'MODULE_PATHNAME', 'rl_limit_all'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) IS
+	'consume from several limits at once, all or nothing; rows are locked in one canonical order';
+
+CREATE FUNCTION @extschema@.rl_enforce()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'rl_enforce'
+LANGUAGE C SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_enforce() IS
+	'row trigger: rl_enforce(name, key_column [, count]) consumes per row and raises RL001 when refused';
+
+-- Grants: everything starts revoked from PUBLIC; then anyone may build
+-- policies and consume, check and read limits.  Defining, undefining and
+-- resetting limits stay with the extension owner until granted.
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_enforce() TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) TO PUBLIC;
+
+-- Definitions are configuration: pg_dump saves them with the database.
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_definitions', '');
+
+-- Idle-key cleanup.  Administrative: not granted to PUBLIC.
+CREATE FUNCTION @extschema@.rl_gc(max_rows integer DEFAULT 10000)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'rl_gc'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_gc(integer) IS
+	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows; returns how many';
+REVOKE ALL ON FUNCTION @extschema@.rl_gc(integer) FROM PUBLIC;
+
+-- One stored row brought forward to now; the computing half of rl_status.
+CREATE FUNCTION @extschema@.rl_status_row(
+	config @extschema@.rl_policy,
+	name text,
+	key text,
+	stored_value float8,
+	stored_ts timestamptz,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT remaining float8,
+	OUT reset_after interval,
+	OUT idle boolean)
+AS 'MODULE_PATHNAME', 'rl_status_row'
+LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) IS
+	'one state row (stored key, '''' for NULL) brought forward to now under a policy; used by the view rl_status';
+REVOKE ALL ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) TO PUBLIC;
+
+-- Monitoring.  Reads without locking; not granted to PUBLIC, since it
+-- lists every key (user ids, addresses) the limiter has seen.
+CREATE VIEW @extschema@.rl_status AS
+SELECT s.name,
+	NULLIF(s.key, '') AS key,
+	s.shard,
+	d.kind,
+	d.rate,
+	d.period,
+	d.capacity,
+	d.shards,
+	n.value,
+	n.ts,
+	n.remaining,
+	n.reset_after,
+	n.idle,
+	s.value AS stored_value,
+	s.ts AS stored_ts
+FROM @extschema@.rate_limits s
+LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
+LEFT JOIN LATERAL @extschema@.rl_status_row(
+	CASE WHEN d.name IS NOT NULL THEN
+		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
+			d.start)::@extschema@.rl_policy
+	END,
+	s.name, s.key, s.value, s.ts) n ON true;
+COMMENT ON VIEW @extschema@.rl_status IS
+	'every stored (name, key, shard) with its definition and its state brought forward to now; locks nothing';
+COMMENT ON COLUMN @extschema@.rl_status.key IS 'the key; NULL for the limit shared by the whole name';
+COMMENT ON COLUMN @extschema@.rl_status.shard IS 'the shard, 0 for an unsharded limit';
+COMMENT ON COLUMN @extschema@.rl_status.capacity IS 'the whole limit''s capacity (a shard holds capacity / shards)';
+COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding); NULL when the name has no definition';
+COMMENT ON COLUMN @extschema@.rl_status.ts IS 'the time value is counted at';
+COMMENT ON COLUMN @extschema@.rl_status.remaining IS 'tokens a call could take now without reserving';
+COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket: until full again; fixed window: until the next window';
+COMMENT ON COLUMN @extschema@.rl_status.idle IS 'full, so rl_gc would delete the row without changing any answer';
+COMMENT ON COLUMN @extschema@.rl_status.stored_value IS 'value as stored in rate_limits';
+COMMENT ON COLUMN @extschema@.rl_status.stored_ts IS 'ts as stored in rate_limits';
+REVOKE ALL ON @extschema@.rl_status FROM PUBLIC;
+
+-- Every change to rl_definitions tells each backend to drop the
+-- definitions it has cached.
+CREATE FUNCTION @extschema@.rl_definitions_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'rl_definitions_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION @extschema@.rl_definitions_changed() IS
+	'statement trigger on rl_definitions: invalidates the definitions every backend has cached';
+REVOKE ALL ON FUNCTION @extschema@.rl_definitions_changed() FROM PUBLIC;
+CREATE TRIGGER rl_definitions_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rl_definitions
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_definitions_changed ON @extschema@.rl_definitions IS
+	'keeps the per-backend definition caches fresh';
+-- ALWAYS: also for changes a logical-replication worker applies, and under
+-- session_replication_role = replica (as pg_restore --disable-triggers).
+ALTER TABLE @extschema@.rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_changed;
+
+-- Live state is data: pg_dump saves it with the definitions, so a
+-- restore does not hand everyone a full bucket (or a fresh daily quota).
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limits', '');
