@@ -114,4 +114,25 @@ SELECT count(*) AS nothing_written FROM rate_limits
 WHERE name IN (SELECT name FROM ord_call) AND name <> 'ord_drained';
 DROP TABLE ord_call;
 
+-- What a refused call leaves: for each of its limits that had no row, a
+-- row at full capacity (a sharded limit: each shard it tried), exactly
+-- what a missing row stands for.  Rows that existed keep their state;
+-- rl_gc finds the new ones idle and deletes them.
+SELECT rl_define('left_bucket', 'token bucket', 10, '1 hour');
+SELECT rl_define('left_window', 'fixed window', 10, '1 hour');
+SELECT rl_define('left_sharded', 'token bucket', 10, '1 hour', shards => 2);
+SELECT ok FROM rl_limit('left_bucket', 'had_row', 4);
+SELECT ok FROM rl_limit('left_window', 'drained', 10);
+SELECT ok, refused_name, refused_key FROM rl_limit_all(
+	ARRAY['left_bucket', 'left_bucket', 'left_window', 'left_window', 'left_sharded'],
+	ARRAY['had_row', 'new', 'drained', 'new', 'new'],
+	ARRAY[1, 1, 1, 1, 1]);
+SELECT name, key, count(*) AS stored_rows, min(stored_value) AS stored_value,
+	bool_and(stored_value = capacity / shards) AS full, bool_and(idle) AS idle
+FROM rl_status WHERE name LIKE 'left\_%'
+GROUP BY name, key ORDER BY name, key;
+SELECT rl_gc(1000) AS removed;
+SELECT name, key, stored_value FROM rl_status WHERE name LIKE 'left\_%'
+ORDER BY name, key;
+
 SELECT rl_undefine(name) FROM rl_definitions ORDER BY name;
