@@ -592,8 +592,9 @@ rl_storage_scan_begin(void)
 }
 
 /*
- * The next row of a scan; false at the end.  What row points to stays
- * valid until the next call.
+ * The next row of a scan; false at the end.  What row points to is in the
+ * scan's current batch or in the caller's memory context, and stays valid
+ * until the next call.
  */
 bool
 rl_storage_scan_next(RlScan *scan, RlScanRow *row)
@@ -605,6 +606,8 @@ rl_storage_scan_next(RlScan *scan, RlScanRow *row)
 
 	if (scan->next >= scan->nrows)
 	{
+		MemoryContext caller = CurrentMemoryContext;
+
 		if (scan->batch)
 			SPI_freetuptable(scan->batch);
 		scan->batch = NULL;
@@ -614,6 +617,8 @@ rl_storage_scan_next(RlScan *scan, RlScanRow *row)
 		scan->next = 0;
 		/* the batch is the scan's; run_plan must not free it */
 		SPI_tuptable = NULL;
+		/* SPI left its own context current; the row belongs to the caller */
+		MemoryContextSwitchTo(caller);
 		if (scan->nrows == 0)
 			return false;
 	}
