@@ -46,4 +46,93 @@ SELECT * FROM rl_limit_all(NULL, ARRAY['u9'], ARRAY[1]);
 SELECT * FROM rl_limit_all(ARRAY[['per_user']], ARRAY[['u9']], ARRAY[[1]]);
 SELECT count(*) AS u9_untouched FROM rate_limits WHERE key = 'u9';
 
+
+-- At most 1000 limits in one call.  Beyond that: 54000, raised before any
+-- row is locked or written, however large the arrays.
+SELECT rl_define('many', 'token bucket', 1000, '1 hour');
+SELECT count(*) AS rows_before FROM rate_limits \gset
+SELECT ok FROM rl_limit_all(
+	(SELECT array_agg('many'::text) FROM generate_series(1, 1001)),
+	(SELECT array_agg('k' || i) FROM generate_series(1, 1001) AS i),
+	(SELECT array_agg(1::float8) FROM generate_series(1, 1001)));
+SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
+SELECT ok FROM rl_limit_all(
+	(SELECT array_agg('many'::text) FROM generate_series(1, 100000)),
+	(SELECT array_agg('k' || i) FROM generate_series(1, 100000) AS i),
+	(SELECT array_agg(1::float8) FROM generate_series(1, 100000)));
+SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
+SELECT ok FROM rl_limit_all(ARRAY['many'], ARRAY['k1'],
+	(SELECT array_agg(1::float8) FROM generate_series(1, 1001)));
+SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
+SELECT count(*) - :rows_before AS rows_written FROM rate_limits;
+
+-- The canonical order with as many limits as a call may name: names and
+-- keys sharing prefixes, bytes above 0x7f, the NULL key, duplicates, in
+-- shuffled order.  The call is refused by its drained limit, so it writes
+-- none of the rows it creates (full, one per new limit, each by its own
+-- command) and their cmin is the order they were created and locked in.
+SELECT rl_define('ord', 'token bucket', 1000, '1 hour');
+SELECT rl_define('orda', 'token bucket', 1000, '1 hour');
+SELECT rl_define('ordb', 'token bucket', 1000, '1 hour');
+SELECT rl_define('ord' || chr(233), 'token bucket', 1000, '1 hour');
+SELECT rl_define('ord_drained', 'token bucket', 1, '1 hour');
+SELECT ok FROM rl_limit('ord_drained');
+CREATE TEMP TABLE ord_call AS
+SELECT md5(i::text) AS pos,
+	(ARRAY['ord', 'orda', 'ordb', 'ord' || chr(233)])[i % 4 + 1] AS name,
+	CASE WHEN i % 50 = 0 THEN NULL
+		WHEN i % 3 = 0 THEN (i / 7)::text
+		WHEN i % 3 = 1 THEN 'k' || repeat('z', i % 5)
+		ELSE chr(200 + i % 60) || (i % 11)::text END AS key
+FROM generate_series(1, 999) AS i
+UNION ALL SELECT '8', 'ord_drained', NULL;
+SELECT count(*) AS limits,
+	count(DISTINCT (name, coalesce(key, ''))) AS distinct_limits
+FROM ord_call;
+BEGIN;
+SELECT ok, refused_name, refused_key FROM rl_limit_all(
+	(SELECT array_agg(name ORDER BY pos) FROM ord_call),
+	(SELECT array_agg(key ORDER BY pos) FROM ord_call),
+	(SELECT array_agg(1::float8) FROM ord_call));
+SELECT count(*) AS created, bool_and(value = 1000) AS all_full,
+	bool_and(by_creation = by_bytes) AS canonical_order
+FROM (SELECT value,
+		row_number() OVER (ORDER BY cmin::text::int) AS by_creation,
+		row_number() OVER (ORDER BY name COLLATE "C", key COLLATE "C") AS by_bytes
+	FROM rate_limits WHERE name IN (SELECT name FROM ord_call)
+		AND name <> 'ord_drained') s;
+ROLLBACK;
+
+-- A cancel that arrives while a call of the largest size checks its
+-- arguments stops it there, before its first statement: that statement
+-- (an insert of a new row, or a locking read) would add a "SQL statement"
+-- context to the error.
+SELECT pg_cancel_backend(pg_backend_pid()) AND (rl_limit_all(n, k, c)).ok
+FROM (SELECT array_agg(name ORDER BY pos) AS n, array_agg(key ORDER BY pos) AS k,
+		array_agg(1::float8) AS c FROM ord_call) AS call;
+SELECT count(*) AS nothing_written FROM rate_limits
+WHERE name IN (SELECT name FROM ord_call) AND name <> 'ord_drained';
+DROP TABLE ord_call;
+
+-- What a refused call leaves: for each of its limits that had no row, a
+-- row at full capacity (a sharded limit: each shard it tried), exactly
+-- what a missing row stands for.  Rows that existed keep their state;
+-- rl_gc finds the new ones idle and deletes them.
+SELECT rl_define('left_bucket', 'token bucket', 10, '1 hour');
+SELECT rl_define('left_window', 'fixed window', 10, '1 hour');
+SELECT rl_define('left_sharded', 'token bucket', 10, '1 hour', shards => 2);
+SELECT ok FROM rl_limit('left_bucket', 'had_row', 4);
+SELECT ok FROM rl_limit('left_window', 'drained', 10);
+SELECT ok, refused_name, refused_key FROM rl_limit_all(
+	ARRAY['left_bucket', 'left_bucket', 'left_window', 'left_window', 'left_sharded'],
+	ARRAY['had_row', 'new', 'drained', 'new', 'new'],
+	ARRAY[1, 1, 1, 1, 1]);
+SELECT name, key, count(*) AS stored_rows, min(stored_value) AS stored_value,
+	bool_and(stored_value = capacity / shards) AS full, bool_and(idle) AS idle
+FROM rl_status WHERE name LIKE 'left\_%'
+GROUP BY name, key ORDER BY name, key;
+SELECT rl_gc(1000) AS removed;
+SELECT name, key, stored_value FROM rl_status WHERE name LIKE 'left\_%'
+ORDER BY name, key;
+
 SELECT rl_undefine(name) FROM rl_definitions ORDER BY name;

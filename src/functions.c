@@ -18,6 +18,7 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -316,7 +317,11 @@ rl_reset(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* The elements of a one-dimensional array argument; NULLs allowed. */
+/*
+ * The elements of a one-dimensional array argument of rl_limit_all; NULLs
+ * allowed.  The size is checked before the array is taken apart, so an
+ * oversized call costs nothing.
+ */
 static int
 array_elements(FunctionCallInfo fcinfo, int argno, const char *argname,
 			   Oid elemtype, Datum **values, bool **nulls)
@@ -333,6 +338,13 @@ array_elements(FunctionCallInfo fcinfo, int argno, const char *argname,
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("%s must be a one-dimensional array", argname)));
+	n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+	if (n > RL_MAX_LIMITS_PER_CALL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many limits in one rl_limit_all call"),
+				 errdetail("The %s array has %d elements; the limit is %d.",
+						   argname, n, RL_MAX_LIMITS_PER_CALL)));
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	deconstruct_array(array, elemtype, typlen, typbyval, typalign,
 					  values, nulls, &n);
@@ -349,8 +361,11 @@ all_result_datum(RlCallCache *cache, const RlTarget *targets,
 	int64		longest = -1;
 
 	for (int i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		if (answers[i].has_retry && answers[i].retry_after > longest)
 			longest = answers[i].retry_after;
+	}
 	values[0] = BoolGetDatum(refused < 0);
 	if (longest >= 0)
 	{
@@ -410,6 +425,7 @@ rl_limit_all(PG_FUNCTION_ARGS)
 	answers = palloc0(sizeof(RlAnswer) * n);
 	for (int i = 0; i < n; i++)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (name_nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -426,6 +442,7 @@ rl_limit_all(PG_FUNCTION_ARGS)
 	rl_storage_begin_writing(cache->nspid, "rl_limit_all()");
 	for (int i = 0; i < n; i++)
 	{
+		CHECK_FOR_INTERRUPTS();
 		rl_target_resolve(&targets[i], NULL);
 		rl_target_check_count(&targets[i], counts[i], reserve);
 	}

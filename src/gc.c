@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "utils/memutils.h"
 
 #include "gc.h"
 #include "limit.h"
@@ -39,17 +40,33 @@ uint64
 rl_gc_run(uint64 max_rows)
 {
 	RlScan	   *scan = rl_storage_scan_begin();
+	MemoryContext outer = CurrentMemoryContext;
+	MemoryContext per_row;
 	RlScanRow	row;
 	uint64		removed = 0;
 
-	while (removed < max_rows && rl_storage_scan_next(scan, &row))
+	/*
+	 * What one row needs (its decoded definition, a detoasted name or key,
+	 * a lock attempt) lives in per_row and is gone before the next row, so
+	 * memory follows the batch, not the table.  Every SPI statement leaves
+	 * SPI's own context current, so per_row is made current again per row.
+	 */
+	per_row = AllocSetContextCreate(outer, "rl_gc row", ALLOCSET_DEFAULT_SIZES);
+	while (removed < max_rows)
 	{
 		RlTarget	target;
-		RlRowKey	key = {row.name, row.key, row.shard};
+		RlRowKey	key;
 		RlState		locked;
 		ItemPointerData tid;
 
 		CHECK_FOR_INTERRUPTS();
+		MemoryContextReset(per_row);
+		MemoryContextSwitchTo(per_row);
+		if (!rl_storage_scan_next(scan, &row))
+			break;
+		key.name = row.name;
+		key.key = row.key;
+		key.shard = row.shard;
 		rl_target_for_row(&target, row.name, row.key, &row.policy);
 		if (!rl_row_is_idle(&target, row.state))
 			continue;
@@ -60,6 +77,8 @@ rl_gc_run(uint64 max_rows)
 		rl_storage_delete_row(&tid);
 		removed++;
 	}
+	MemoryContextSwitchTo(outer);
+	MemoryContextDelete(per_row);
 	rl_storage_scan_end(scan);
 	return removed;
 }

@@ -20,6 +20,7 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -683,9 +684,26 @@ compare_targets(const RlTarget *a, const RlTarget *b)
 }
 
 /*
- * Consume from n limits, all or nothing.  Limits named more than once
- * consume their counts summed.  Returns the index of the refusing limit
- * with the longest retry_after, or -1 when every limit granted.
+ * qsort_arg order of indexes into a target array: canonical, and equal
+ * targets by position, so a limit named twice merges into its first
+ * occurrence, whose count a refusal reports.
+ */
+static int
+compare_order(const void *a, const void *b, void *arg)
+{
+	const RlTarget *targets = arg;
+	int			ia = *(const int *) a;
+	int			ib = *(const int *) b;
+	int			c = compare_targets(&targets[ia], &targets[ib]);
+
+	return c != 0 ? c : (ia > ib) - (ia < ib);
+}
+
+/*
+ * Consume from n limits (at most RL_MAX_LIMITS_PER_CALL), all or nothing.
+ * Limits named more than once consume their counts summed.  Returns the
+ * index of the refusing limit with the longest retry_after, or -1 when
+ * every limit granted.
  */
 int
 rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
@@ -697,22 +715,15 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	RlHeld	   *held = palloc(sizeof(RlHeld) * n);
 	int			refused = -1;
 
-	/* canonical order (an insertion sort: calls name a handful of limits) */
+	/* canonical order */
 	for (int i = 0; i < n; i++)
-	{
-		int			j = i;
-
-		while (j > 0 && compare_targets(&targets[order[j - 1]], &targets[i]) > 0)
-		{
-			order[j] = order[j - 1];
-			j--;
-		}
-		order[j] = i;
-	}
+		order[i] = i;
+	qsort_arg(order, n, sizeof(int), compare_order, targets);
 	for (int k = 0; k < n; k++)
 	{
 		int			i = order[k];
 
+		CHECK_FOR_INTERRUPTS();
 		first[i] = (k > 0 && compare_targets(&targets[order[k - 1]], &targets[i]) == 0) ?
 			first[order[k - 1]] : i;
 		total[first[i]] += counts[i];
@@ -723,6 +734,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	{
 		int			i = order[k];
 
+		CHECK_FOR_INTERRUPTS();
 		if (first[i] != i)
 			continue;
 		rl_target_check_count(&targets[i], total[i], reserve);
@@ -732,6 +744,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	{
 		int			i = order[k];
 
+		CHECK_FOR_INTERRUPTS();
 		if (first[i] != i)
 			continue;
 		recheck_definition(&targets[i], total[i], reserve);
@@ -744,6 +757,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	/* all or nothing */
 	for (int i = 0; i < n; i++)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (first[i] != i)
 			answers[i] = answers[first[i]];
 		else if (refused < 0)

@@ -19,6 +19,13 @@
 #define RL_MAX_NAME_BYTES	256
 #define RL_MAX_KEY_BYTES	1024
 
+/*
+ * The most limits one rl_limit_all call may name.  Each holds a row lock
+ * (a sharded one up to two) until the transaction ends, so a call far
+ * larger would hold locks by the thousand and run unchecked for long.
+ */
+#define RL_MAX_LIMITS_PER_CALL	1000
+
 /* The limit a call addresses, in stored form. */
 typedef struct RlTarget
 {

@@ -661,8 +661,9 @@ rl_storage_scan_begin(void)
 }
 
 /*
- * The next row of a scan; false at the end.  What row points to stays
- * valid until the next call.
+ * The next row of a scan; false at the end.  What row points to is in the
+ * scan's current batch or in the caller's memory context, and stays valid
+ * until the next call.
  */
 bool
 rl_storage_scan_next(RlScan *scan, RlScanRow *row)
@@ -674,6 +675,8 @@ rl_storage_scan_next(RlScan *scan, RlScanRow *row)
 
 	if (scan->next >= scan->nrows)
 	{
+		MemoryContext caller = CurrentMemoryContext;
+
 		if (scan->batch)
 			SPI_freetuptable(scan->batch);
 		scan->batch = NULL;
@@ -683,6 +686,8 @@ rl_storage_scan_next(RlScan *scan, RlScanRow *row)
 		scan->next = 0;
 		/* the batch is the scan's; run_plan must not free it */
 		SPI_tuptable = NULL;
+		/* SPI left its own context current; the row belongs to the caller */
+		MemoryContextSwitchTo(caller);
 		if (scan->nrows == 0)
 			return false;
 	}
