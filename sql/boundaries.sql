@@ -5,9 +5,9 @@
 --  2. a fixed window refills only for whole windows started since the
 --     stored window start: half a window adds nothing, the next boundary
 --     adds exactly rate (capacity above rate, so the cap hides nothing);
---  3. a refused call's retry_after comes from the stored fractional state:
---     one microsecond before now + retry_after the call is refused, at it
---     granted;
+--  3. a refused call's retry_after comes from the stored fractional state,
+--     not from a rounded intermediate: one microsecond before now +
+--     retry_after the call is refused, at it granted;
 --  4. a sharded limit splits max_reserved like rate and capacity: however
 --     the calls spread, no shard reserves past its share and the shards
 --     together never past max_reserved.
@@ -64,6 +64,18 @@ SELECT ok, remaining > 0.99 AS nearly_one FROM rl_check('frac', 'k', 1);
 SELECT ok FROM rl_limit('frac', 'k', 1);
 SELECT set_config('ratelimit.now_override',
   ('2026-01-01 00:00:00+00'::timestamptz + :'retry_after'::interval)::text, false) IS NOT NULL AS at_retry;
+SELECT ok FROM rl_limit('frac', 'k', 1);
+SELECT rl_undefine('frac');
+-- the same from a stored 0.3 called 13.349313 s later, where the state
+-- brought forward to the call is rounded: the wait still comes from the
+-- stored state (from the rounded one it would be a microsecond longer)
+SELECT rl_define('frac', 'token bucket', 1, '29 seconds');
+INSERT INTO rate_limits VALUES ('frac', 'k', 0, 0.3, '2026-01-01 00:00:00+00');
+SET ratelimit.now_override = '2026-01-01 00:00:13.349313+00';
+SELECT ok, retry_after FROM rl_limit('frac', 'k', 1);
+SET ratelimit.now_override = '2026-01-01 00:00:20.299999+00';
+SELECT ok FROM rl_limit('frac', 'k', 1);
+SET ratelimit.now_override = '2026-01-01 00:00:20.3+00';
 SELECT ok FROM rl_limit('frac', 'k', 1);
 SELECT rl_undefine('frac');
 
