@@ -90,3 +90,9 @@ SELECT min(value) >= -2 AS each_within_its_share,
        count(*) AS shards
 FROM rate_limits WHERE name = 'sres';
 SELECT rl_undefine('sres');
+-- a call one shard can serve exactly takes from that shard alone
+SELECT rl_define('sexact', 'token bucket', 10, '1 hour', shards => 2);
+SELECT ok, remaining FROM rl_limit('sexact', 'k', 5);
+SELECT count(*) AS shards_written, min(value) AS emptied FROM rate_limits
+WHERE name = 'sexact' AND value < 5;
+SELECT rl_undefine('sexact');
