@@ -55,6 +55,26 @@ SELECT tf_value();
 DROP PUBLICATION tf_filtered;
 \set SHOW_CONTEXT errors
 
+-- a primary key rebuilt in another column order: the direct path, whose
+-- scan keys address the key's columns by position, gives way to SQL
+ALTER TABLE rate_limits DROP CONSTRAINT rate_limits_pkey,
+  ADD CONSTRAINT rate_limits_pkey PRIMARY KEY (shard, name, key);
+SELECT ok, remaining FROM rl_limit('tf', 'k', 1);
+SELECT ok, remaining FROM rl_limit('tf', 'other', 1);
+SELECT tf_value();
+ALTER TABLE rate_limits DROP CONSTRAINT rate_limits_pkey,
+  ADD CONSTRAINT rate_limits_pkey PRIMARY KEY (name, key, shard);
+
+-- a table inheriting from rate_limits: its rows are not the extension's,
+-- on either path
+CREATE TABLE tf_child () INHERITS (rate_limits);
+INSERT INTO tf_child VALUES ('tf', 'k', 0, 0, '2026-01-01 00:00:00+00');
+SELECT ok, remaining FROM rl_limit('tf', 'k', 1);
+SELECT ok, remaining FROM rl_check('tf', 'k', 1);
+SELECT value FROM rl_value('tf', 'k');
+SELECT value FROM ONLY tf_child;
+DROP TABLE tf_child;
+
 -- with everything removed, calls are served again
 SELECT ok, remaining FROM rl_limit('tf', 'k', 1);
 SELECT tf_value();

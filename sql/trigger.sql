@@ -40,6 +40,10 @@ CREATE TRIGGER limit_jobs_flat BEFORE UPDATE ON jobs
   FOR EACH ROW EXECUTE FUNCTION rl_enforce('other', 'account', '0.5');
 UPDATE jobs SET cost = cost + 1 WHERE cost = 4;
 SELECT (rl_value('other', 'acme')).value AS after_update;
+-- an UPDATE that moves the row to another key charges the new key
+UPDATE jobs SET account = 'globex' WHERE cost = 5;
+SELECT (rl_value('other', 'acme')).value AS acme_unchanged,
+       (rl_value('other', 'globex')).value AS globex_charged;
 
 -- mistakes are clear errors at first use
 CREATE TABLE typo (user_id int);
@@ -57,6 +61,11 @@ INSERT INTO typo VALUES (1);
 DROP TRIGGER t ON typo;
 CREATE TRIGGER t BEFORE INSERT ON typo
   FOR EACH ROW EXECUTE FUNCTION rl_enforce('undefined limit', 'user_id');
+INSERT INTO typo VALUES (1);
+DROP TRIGGER t ON typo;
+-- a count argument that is not wholly a number names a column
+CREATE TRIGGER t BEFORE INSERT ON typo
+  FOR EACH ROW EXECUTE FUNCTION rl_enforce('msgs', 'user_id', '2x');
 INSERT INTO typo VALUES (1);
 SELECT count(*) AS typo_rows FROM typo;
 

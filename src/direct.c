@@ -28,7 +28,7 @@
  *   for a heap-only one, entries for its summarizing indexes).
  *
  * The path serves only the table the install script creates, as it was
- * created, in a transaction that may write: see usable_primary_key for
+ * created, in a transaction that may write: see open_usable_primary_key for
  * what sends a call to the SQL path instead.  ratelimit.direct_access =
  * off sends every call there.
  *
@@ -44,6 +44,8 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opfamily_d.h"
 #include "catalog/pg_collation_d.h"
 #include "catalog/pg_type_d.h"
 #include "executor/executor.h"
@@ -81,13 +83,20 @@ rl_direct_init(void)
 							 NULL, NULL, NULL);
 }
 
-/* The column types the direct path reads and writes, in order. */
+/* The columns the direct path reads and writes, in order: types and collations. */
 static const Oid column_types[NATTS] = {TEXTOID, TEXTOID, INT2OID, FLOAT8OID,
 TIMESTAMPTZOID};
+static const Oid column_collations[NATTS] = {C_COLLATION_OID, C_COLLATION_OID,
+InvalidOid, InvalidOid, InvalidOid};
+
+/* The operator families of the primary key's columns (name, key, shard). */
+static const Oid key_opfamilies[3] = {TEXT_BTREE_FAM_OID, TEXT_BTREE_FAM_OID,
+INTEGER_BTREE_FAM_OID};
 
 /*
- * The primary key of the table, when the direct path may serve it in this
- * transaction; else InvalidOid, and the call runs the SQL statements.
+ * The primary key of the table, opened, when the direct path may serve the
+ * table in this transaction; else NULL, and the call runs the SQL
+ * statements.
  *
  * The direct path writes what UPDATE ... SET value, ts would write, and
  * nothing else: it serves a table only when the executor would do nothing
@@ -99,17 +108,24 @@ TIMESTAMPTZOID};
  * - another relation kind or table access method, a partition;
  * - triggers (including foreign keys and deferrable constraints), rules,
  *   row-level security, CHECK constraints, generated columns;
- * - columns other than the five of the install script, or of other types
- *   (ALTER TABLE ... ALTER COLUMN TYPE).
- * NOT NULL constraints hold, since the direct path writes no NULL; unique
+ * - columns other than the five of the install script, of other types or
+ *   collations (ALTER TABLE ... ALTER COLUMN TYPE);
+ * - a primary key that is not exactly (name, key, shard) with the default
+ *   btree operator classes and the C collation, which the scan keys
+ *   address by position.
+ * Inheritance children are ignored on both paths (the SQL statements say
+ * ONLY).  NOT NULL constraints hold, since the direct path writes no NULL; unique
  * and exclusion constraints on other indexes are checked when index
  * entries are made; publications are checked before the update
  * (CheckCmdReplicaIdentity), as ExecUpdate checks them.
  */
-static Oid
-usable_primary_key(Relation rel)
+static Relation
+open_usable_primary_key(Relation rel)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			pk;
+	Relation	index;
+	Form_pg_index ix;
 
 	if (!direct_access ||
 		XactReadOnly || RecoveryInProgress() || IsInParallelMode() ||
@@ -122,15 +138,40 @@ usable_primary_key(Relation rel)
 		(desc->constr != NULL &&
 		 (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
 		desc->natts != NATTS)
-		return InvalidOid;
+		return NULL;
 	for (int i = 0; i < NATTS; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (att->attisdropped || att->atttypid != column_types[i])
-			return InvalidOid;
+		if (att->attisdropped || att->atttypid != column_types[i] ||
+			att->attcollation != column_collations[i])
+			return NULL;
 	}
-	return compat_primary_key_index(rel);
+
+	pk = compat_primary_key_index(rel);
+	if (!OidIsValid(pk))
+		return NULL;
+	index = index_open(pk, RowExclusiveLock);
+	ix = index->rd_index;
+	if (index->rd_rel->relam != BTREE_AM_OID ||
+		ix->indnatts != 3 || ix->indnkeyatts != 3 ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+	{
+		index_close(index, NoLock);
+		return NULL;
+	}
+	for (int i = 0; i < 3; i++)
+	{
+		if (ix->indkey.values[i] != i + 1 ||
+			index->rd_opfamily[i] != key_opfamilies[i] ||
+			index->rd_indcollation[i] != column_collations[i])
+		{
+			index_close(index, NoLock);
+			return NULL;
+		}
+	}
+	return index;
 }
 
 /* Whether text datum d holds exactly the bytes of t. */
@@ -196,8 +237,7 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 			   RlState *state, bool *complete, ItemPointer tid)
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
-	Oid			pk = usable_primary_key(rel);
-	Relation	index;
+	Relation	index = open_usable_primary_key(rel);
 	Snapshot	snapshot;
 	ScanKeyData keys[3];
 	IndexScanDesc scan;
@@ -207,7 +247,7 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 	TM_Result	result;
 	RlDirectStatus status;
 
-	if (!OidIsValid(pk))
+	if (index == NULL)
 	{
 		table_close(rel, NoLock);
 		return RL_DIRECT_UNSUPPORTED;
@@ -215,7 +255,6 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	index = index_open(pk, RowExclusiveLock);
 
 	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(name));
@@ -310,6 +349,7 @@ bool
 rl_direct_update(Oid relid, ItemPointer tid, const RlState *state)
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
+	Relation	index = open_usable_primary_key(rel);
 	HeapTupleData old;
 	HeapTuple	new;
 	Buffer		buffer;
@@ -317,11 +357,12 @@ rl_direct_update(Oid relid, ItemPointer tid, const RlState *state)
 	bool		nulls[NATTS] = {false};
 	bool		replace[NATTS] = {false};
 
-	if (!OidIsValid(usable_primary_key(rel)))
+	if (index == NULL)
 	{
 		table_close(rel, NoLock);
 		return false;
 	}
+	index_close(index, NoLock);
 	/* an UPDATE of a published table needs a usable replica identity */
 	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	old.t_self = *tid;

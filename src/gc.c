@@ -14,7 +14,9 @@
  * row that looks idle is then locked with SKIP LOCKED, so rl_gc never
  * waits for a caller and never makes one wait long; the locked version is
  * checked again at a time read after the lock, and deleted only if still
- * idle.  The deletions commit with the caller's transaction, and a call
+ * idle under its name's newest committed definition (the scan's join may
+ * have read an older one: a redefinition can make a full row a refilling
+ * one).  The deletions commit with the caller's transaction, and a call
  * that was waiting for the row finds none and starts from a full bucket,
  * which is what the row held.
  *
@@ -28,6 +30,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "definitions.h"
 #include "gc.h"
 #include "limit.h"
 #include "storage.h"
@@ -57,6 +60,7 @@ rl_gc_run(uint64 max_rows)
 		RlTarget	target;
 		RlRowKey	key;
 		RlState		locked;
+		RlPolicy	current;
 		ItemPointerData tid;
 
 		CHECK_FOR_INTERRUPTS();
@@ -72,7 +76,11 @@ rl_gc_run(uint64 max_rows)
 			continue;
 		if (rl_storage_lock_nowait(&key, &locked, &tid) != RL_ROW_LOCKED)
 			continue;
-		if (!rl_row_is_idle(&target, locked))
+		/* judge the locked row by the newest definition, as a call would */
+		if (!rl_definition_lookup(row.name, &current))
+			continue;
+		rl_target_for_row(&target, row.name, row.key, &current);
+		if (row.shard >= current.shards || !rl_row_is_idle(&target, locked))
 			continue;
 		rl_storage_delete_row(&tid);
 		removed++;

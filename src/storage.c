@@ -32,7 +32,9 @@
  *
  * Every statement names the extension's own schema and operators
  * explicitly and takes names and keys as parameters, so the caller's
- * search_path cannot change what runs.  Plans are prepared once per
+ * search_path cannot change what runs; each reads and writes ONLY the
+ * extension's tables, never a table someone made inherit from them (as
+ * the direct path, which reads the heap of the table itself).  Plans are prepared once per
  * backend and schema and kept.
  *
  *-------------------------------------------------------------------------
@@ -86,7 +88,7 @@ typedef struct RlPlanSpec
 static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
 		"SELECT kind, rate, period, capacity, max_reserved, shards, start"
-		" FROM %s.rl_definitions WHERE name" EQ "$1",
+		" FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 	[PLAN_PUT_DEFINITION] = {
@@ -101,25 +103,25 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		INT4OID, TIMESTAMPTZOID}
 	},
 	[PLAN_DELETE_DEFINITION] = {
-		"DELETE FROM %s.rl_definitions WHERE name" EQ "$1",
+		"DELETE FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 	[PLAN_READ] = {
-		"SELECT value, ts FROM %s.rate_limits WHERE " ROW_MATCH,
+		"SELECT value, ts FROM ONLY %s.rate_limits WHERE " ROW_MATCH,
 		3, {TEXTOID, TEXTOID, INT2OID}
 	},
 	[PLAN_LOCK] = {
-		"SELECT value, ts, ctid FROM %s.rate_limits WHERE " ROW_MATCH
+		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
 		" FOR UPDATE",
 		3, {TEXTOID, TEXTOID, INT2OID}
 	},
 	[PLAN_LOCK_SKIP] = {
-		"SELECT value, ts, ctid FROM %s.rate_limits WHERE " ROW_MATCH
+		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
 		" FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TEXTOID, INT2OID}
 	},
 	[PLAN_READ_SHARDS] = {
-		"SELECT value, ts, shard FROM %s.rate_limits"
+		"SELECT value, ts, shard FROM ONLY %s.rate_limits"
 		" WHERE name" EQ "$1 AND key" EQ "$2",
 		2, {TEXTOID, TEXTOID}
 	},
@@ -130,20 +132,20 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		5, {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID}
 	},
 	[PLAN_UPDATE] = {
-		"UPDATE %s.rate_limits SET value = $1, ts = $2"
+		"UPDATE ONLY %s.rate_limits SET value = $1, ts = $2"
 		" WHERE ctid" EQ "$3",
 		3, {FLOAT8OID, TIMESTAMPTZOID, TIDOID}
 	},
 	[PLAN_DELETE_KEY] = {
-		"DELETE FROM %s.rate_limits WHERE name" EQ "$1 AND key" EQ "$2",
+		"DELETE FROM ONLY %s.rate_limits WHERE name" EQ "$1 AND key" EQ "$2",
 		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_DELETE_NAME] = {
-		"DELETE FROM %s.rate_limits WHERE name" EQ "$1",
+		"DELETE FROM ONLY %s.rate_limits WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 	[PLAN_DELETE_ROW] = {
-		"DELETE FROM %s.rate_limits WHERE ctid" EQ "$1",
+		"DELETE FROM ONLY %s.rate_limits WHERE ctid" EQ "$1",
 		1, {TIDOID}
 	},
 	/* columns 1-2 as in PLAN_READ, so result_state reads them */
@@ -151,7 +153,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"SELECT s.value, s.ts, s.name, s.key, s.shard,"
 		" d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,"
 		" d.start"
-		" FROM %s.rate_limits s JOIN %s.rl_definitions d"
+		" FROM ONLY %s.rate_limits s JOIN ONLY %s.rl_definitions d"
 		" ON d.name" EQ "s.name",
 		0, {InvalidOid}
 	},
