@@ -658,3 +658,197 @@ rl_jitter(int64_t period, double unit_random)
 
 	return jitter < period ? jitter : period - 1;
 }
+
+/*
+ * The state a refund, penalty or block starts from: the stored one brought
+ * forward to now, or a full bucket for a key with no state.
+ */
+static RlStatus
+current_state(const RlPolicy *policy, int64_t origin, const RlState *state,
+			  int64_t now, RlState *current)
+{
+	if (!valid_time(now) || (state && !valid_time(state->ts)))
+		return RL_TIME_OUT_OF_RANGE;
+	if (state == NULL)
+		return rl_initial_state(policy, origin, now, current);
+	*current = rl_refill(policy, origin, *state, now);
+	return RL_DECIDED;
+}
+
+/*
+ * A state a penalty or block may store: one that, left alone, is full
+ * again within RL_MAX_WAIT of now (the bound every answer keeps), at a
+ * time before RL_END_TIME.
+ */
+static RlStatus
+check_refillable(const RlPolicy *policy, int64_t origin, RlState state,
+				 int64_t now)
+{
+	int64_t		wait;
+
+	if (!valid_time(state.ts))
+		return RL_TIME_OUT_OF_RANGE;
+	return wait_for(policy, origin, state, policy->capacity, now, &wait);
+}
+
+/*
+ * Give count tokens back (count > 0): the state brought forward to now,
+ * plus count, never above capacity.  ts is the one the refill left.
+ */
+RlStatus
+rl_refund_state(const RlPolicy *policy, int64_t origin, const RlState *state,
+				int64_t now, double count, RlState *out)
+{
+	RlStatus	status = current_state(policy, origin, state, now, out);
+
+	if (status != RL_DECIDED)
+		return status;
+	out->value = fmin(out->value + count, policy->capacity);
+	return RL_DECIDED;
+}
+
+/*
+ * Take count tokens (count > 0) without a check: the value may go below
+ * zero, and below -max_reserved, as long as the key is full again within
+ * RL_MAX_WAIT (RL_WAIT_TOO_LONG otherwise).
+ */
+RlStatus
+rl_penalize_state(const RlPolicy *policy, int64_t origin,
+				  const RlState *state, int64_t now, double count,
+				  RlState *out)
+{
+	RlStatus	status = current_state(policy, origin, state, now, out);
+
+	if (status != RL_DECIDED)
+		return status;
+	out->value -= count;
+	return check_refillable(policy, origin, *out, now);
+}
+
+/*
+ * Block a key for duration (> 0) from now: every call is refused until
+ * then, and the key refills from empty afterwards.
+ *
+ * Token bucket: the key holds nothing at until = now + duration, counted
+ * at until, so a call of count tokens is refused until until + count *
+ * period / rate.  Fixed window: the key holds nothing in the window that
+ * ends at the first window start at or after until, so calls are refused
+ * until that start.  Either way the state is stored with ts at that time
+ * (or window), later than now, and the refill adds nothing before it.
+ *
+ * A deficit the key would still owe then (reservations outstanding) is
+ * kept: a block never forgives a debt.  A block that already lasts longer
+ * is kept as it is: ts never moves backwards.
+ */
+RlStatus
+rl_block_state(const RlPolicy *policy, int64_t origin, const RlState *state,
+			   int64_t now, int64_t duration, RlState *out)
+{
+	RlState		current;
+	int64_t		until;
+	int64_t		ts;
+	RlStatus	status;
+
+	status = current_state(policy, origin, state, now, &current);
+	if (status != RL_DECIDED)
+		return status;
+	if (duration <= 0 || !add_before_end(now, duration, &until))
+		return RL_TIME_OUT_OF_RANGE;
+	if (policy->kind == RL_TOKEN_BUCKET)
+		ts = until;
+	else
+	{
+		int64_t		start = rl_window_start(until, origin, policy->period);
+
+		/* the window before the first start at or after until */
+		ts = start == until ? until - policy->period : start;
+	}
+	if (current.ts >= ts)
+		*out = current;
+	else
+		*out = rl_refill(policy, origin, current, ts);
+	out->value = fmin(out->value, 0);
+	return check_refillable(policy, origin, *out, now);
+}
+
+/*
+ * Spread a refund of count tokens over n shards holding values[], each at
+ * most capacity: in equal parts, a shard that fills up passing the rest
+ * on to the others.  values[] is raised in place; returns how much was
+ * given (less than count only when every shard is full).
+ */
+double
+rl_refund_spread(double capacity, int n, double *values, double count)
+{
+	double		left = count;
+
+	for (int round = 0; round < n && left > 0; round++)
+	{
+		int			open = 0;
+		double		share;
+
+		for (int i = 0; i < n; i++)
+			if (values[i] < capacity)
+				open++;
+		if (open == 0)
+			break;
+		share = left / open;
+		for (int i = 0; i < n; i++)
+		{
+			double		give;
+
+			if (values[i] >= capacity)
+				continue;
+			give = fmin(share, capacity - values[i]);
+			values[i] = fmin(values[i] + give, capacity);
+			left -= give;
+		}
+	}
+	return count - fmax(left, 0);
+}
+
+/* A duration in whole seconds, rounded up: never earlier than the exact. */
+int64_t
+rl_ceil_seconds(int64_t usecs)
+{
+	if (usecs <= 0)
+		return 0;
+	return usecs / RL_USECS_PER_SEC + (usecs % RL_USECS_PER_SEC != 0);
+}
+
+/* An amount as a structured-field Integer: floor, within [0, max]. */
+static int64_t
+sf_amount(double x)
+{
+	if (!(x > 0))
+		return 0;
+	if (x >= (double) RL_SF_MAX_INTEGER)
+		return RL_SF_MAX_INTEGER;
+	return (int64_t) floor(x);
+}
+
+/*
+ * The values of RateLimit-Policy, RateLimit and Retry-After for an answer
+ * of rl_limit or rl_check under policy (the whole limit's).  Amounts are
+ * rounded down and times up, so a client that follows them never asks
+ * early: q is the rate and w the period (rounded up, at least 1); r the
+ * whole tokens left (0 while a reservation is outstanding); t, for a
+ * granted call, the time until the key is full again (token bucket) or
+ * its next window starts (fixed window), and for a denied call the
+ * Retry-After, the time until the same call would succeed, so that
+ * Retry-After never falls before the end of the effective window.
+ */
+void
+rl_http_fields(const RlPolicy *policy, bool ok, bool has_retry,
+			   int64_t retry_after, double remaining, int64_t reset_after,
+			   RlHttpFields *fields)
+{
+	fields->quota = sf_amount(policy->rate);
+	fields->window = rl_ceil_seconds(policy->period);
+	if (fields->window < 1)
+		fields->window = 1;
+	fields->remaining = sf_amount(remaining);
+	fields->has_retry_after = !ok;
+	fields->retry_after = !ok && has_retry ? rl_ceil_seconds(retry_after) : 0;
+	fields->reset = ok ? rl_ceil_seconds(reset_after) : fields->retry_after;
+}

@@ -49,6 +49,10 @@ PG_MODULE_MAGIC;
 #define ARG_JITTER		6
 #define ARG_VALUE_CONFIG 2		/* rl_value(name, key, config) */
 
+/* rl_refund, rl_penalize (name, key, count, config); rl_block (name, key, duration, config) */
+#define ARG_ADJUST_AMOUNT 2
+#define ARG_ADJUST_CONFIG 3
+
 /* rl_limit_all(names, keys, counts, reserve, throws, jitter) */
 #define ARG_ALL_NAMES	0
 #define ARG_ALL_KEYS	1
@@ -76,6 +80,9 @@ PG_FUNCTION_INFO_V1(rl_reset);
 PG_FUNCTION_INFO_V1(rl_limit_all);
 PG_FUNCTION_INFO_V1(rl_gc);
 PG_FUNCTION_INFO_V1(rl_status_row);
+PG_FUNCTION_INFO_V1(rl_refund);
+PG_FUNCTION_INFO_V1(rl_penalize);
+PG_FUNCTION_INFO_V1(rl_block);
 
 void		_PG_init(void);
 
@@ -281,6 +288,18 @@ rl_check(PG_FUNCTION_ARGS)
 	return limit_or_check(fcinfo, false);
 }
 
+/* The rl_state row for a state. */
+static Datum
+state_datum(RlCallCache *cache, RlState state)
+{
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	values[0] = Float8GetDatum(state.value);
+	values[1] = TimestampTzGetDatum(state.ts);
+	return HeapTupleGetDatum(heap_form_tuple(cache->result_desc, values, nulls));
+}
+
 /* rl_value(name, key, config): the state brought forward to now. */
 Datum
 rl_value(PG_FUNCTION_ARGS)
@@ -288,19 +307,93 @@ rl_value(PG_FUNCTION_ARGS)
 	RlCallCache *cache = call_cache(fcinfo);
 	RlTarget	target;
 	RlState		state;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
 
 	call_target(fcinfo, cache, &target);
 	rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_VALUE_CONFIG));
 	state = rl_current(&target);
 	rl_storage_end();
+	PG_RETURN_DATUM(state_datum(cache, state));
+}
 
-	values[0] = Float8GetDatum(state.value);
-	values[1] = TimestampTzGetDatum(state.ts);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
-													  values, nulls)));
+/*
+ * rl_refund and rl_penalize: the count argument, checked like rl_limit's
+ * (a finite number greater than zero and at most 1e15), but never against
+ * the capacity: a refund is capped there, a penalty may exceed it.
+ */
+static double
+adjust_count(FunctionCallInfo fcinfo)
+{
+	double		count;
+
+	require_arg(fcinfo, ARG_ADJUST_AMOUNT, "count");
+	count = PG_GETARG_FLOAT8(ARG_ADJUST_AMOUNT);
+	if (!(count > 0 && count <= RL_MAX_AMOUNT))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("count must be a finite number greater than zero and at most 1e15"),
+				 errdetail("The count is %g.", count)));
+	return count;
+}
+
+/* rl_block's duration, in microseconds: more than zero, at most 1000 years. */
+static int64
+adjust_duration(FunctionCallInfo fcinfo)
+{
+	double		usecs;
+
+	require_arg(fcinfo, ARG_ADJUST_AMOUNT, "duration");
+	usecs = rl_interval_usecs(PG_GETARG_INTERVAL_P(ARG_ADJUST_AMOUNT));
+	if (!(usecs >= 1 && usecs <= (double) RL_MAX_WAIT))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("duration must be greater than zero and at most 1000 years"),
+				 errhint("rl_reset() lifts a block.")));
+	return (int64) usecs;
+}
+
+/* rl_refund, rl_penalize and rl_block: check, then rl_adjust. */
+static Datum
+adjust(FunctionCallInfo fcinfo, RlAdjustment kind, const char *cmdname)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	RlTarget	target;
+	double		count = 0;
+	int64		duration = 0;
+	RlState		state;
+
+	call_target(fcinfo, cache, &target);
+	if (kind == RL_ADJUST_BLOCK)
+		duration = adjust_duration(fcinfo);
+	else
+		count = adjust_count(fcinfo);
+
+	rl_storage_begin_writing(cache->nspid, cmdname);
+	rl_target_resolve(&target, call_config(fcinfo, ARG_ADJUST_CONFIG));
+	state = rl_adjust(&target, kind, count, duration);
+	rl_storage_end();
+	PG_RETURN_DATUM(state_datum(cache, state));
+}
+
+/* rl_refund(name, key, count, config): give count tokens back. */
+Datum
+rl_refund(PG_FUNCTION_ARGS)
+{
+	return adjust(fcinfo, RL_ADJUST_REFUND, "rl_refund()");
+}
+
+/* rl_penalize(name, key, count, config): take count tokens, no check. */
+Datum
+rl_penalize(PG_FUNCTION_ARGS)
+{
+	return adjust(fcinfo, RL_ADJUST_PENALIZE, "rl_penalize()");
+}
+
+/* rl_block(name, key, duration, config): refuse every call for duration. */
+Datum
+rl_block(PG_FUNCTION_ARGS)
+{
+	return adjust(fcinfo, RL_ADJUST_BLOCK, "rl_block()");
 }
 
 /* rl_reset(name, key): forget one key's state, all shards. */

@@ -151,10 +151,11 @@ rl_target_for_row(RlTarget *target, text *name, text *key,
  * their change here.  A call never decides under a definition that no
  * longer exists, nor re-creates state for an undefined name; a changed
  * policy is adopted, unless its shard count changed, which would change
- * the rows the call should hold (40001: retry).
+ * the rows the call should hold (40001: retry).  The count is checked by
+ * recheck_definition.
  */
 static void
-recheck_definition(RlTarget *target, double count, bool reserve)
+recheck_policy(RlTarget *target)
 {
 	RlPolicy	current;
 	bool		defined = rl_definition_lookup(target->name, &current);
@@ -183,6 +184,13 @@ recheck_definition(RlTarget *target, double count, bool reserve)
 				 errhint("Retry the transaction.")));
 	target->policy = current;
 	set_origin(target);
+}
+
+/* recheck_policy, then the count under the policy now in force. */
+static void
+recheck_definition(RlTarget *target, double count, bool reserve)
+{
+	recheck_policy(target);
 	rl_target_check_count(target, count, reserve);
 }
 
@@ -764,4 +772,142 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 			write_held(&held[i], &answers[i]);
 	}
 	return refused;
+}
+
+/*
+ * Hold every shard of a sharded limit, creating missing ones full: first
+ * each one that is free, without waiting, then the busy ones, waiting for
+ * each in shard order.  A call that already holds some of the shards (an
+ * rl_limit earlier in its transaction) gets them at once.
+ */
+static void
+hold_every_shard(const RlTarget *target, RlState *states, ItemPointerData *tids)
+{
+	int			nshards = target->policy.shards;
+	bool	   *held = palloc0(sizeof(bool) * nshards);
+
+	for (int16 s = 0; s < nshards; s++)
+	{
+		RlRowKey	row = {target->name, target->key, s};
+		RlRowStatus status;
+
+		CHECK_FOR_INTERRUPTS();
+		status = rl_storage_lock_nowait(&row, &states[s], &tids[s]);
+		if (status == RL_ROW_MISSING)
+		{
+			create_full_row(target, &row);
+			status = rl_storage_lock_nowait(&row, &states[s], &tids[s]);
+		}
+		held[s] = status == RL_ROW_LOCKED;
+	}
+	for (int16 s = 0; s < nshards; s++)
+	{
+		RlRowKey	row = {target->name, target->key, s};
+
+		for (int attempt = 0; !held[s]; attempt++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			check_attempts(attempt);
+			held[s] = rl_storage_lock(&row, &states[s], &tids[s]);
+			if (!held[s])
+				create_full_row(target, &row);
+		}
+	}
+	pfree(held);
+}
+
+/* One row's new state under a refund, penalty or block. */
+static void
+adjust_row(const RlPolicy *policy, int64 origin, RlAdjustment kind,
+		   const RlState *state, TimestampTz now, double amount,
+		   int64 duration, RlState *out)
+{
+	RlStatus	status = RL_DECIDED;
+
+	switch (kind)
+	{
+		case RL_ADJUST_REFUND:
+			status = rl_refund_state(policy, origin, state, now, amount, out);
+			break;
+		case RL_ADJUST_PENALIZE:
+			status = rl_penalize_state(policy, origin, state, now, amount, out);
+			break;
+		case RL_ADJUST_BLOCK:
+			status = rl_block_state(policy, origin, state, now, duration, out);
+			break;
+	}
+	check_answered(status, now);
+	check_state_time(out, now);
+}
+
+/*
+ * Refund, penalize or block a key: hold its row (every shard of a sharded
+ * limit), then compute each new state at a time read after the locks and
+ * write them all, only once every one is known to be valid.  amount is
+ * the count (refund, penalty), duration the block's length.  Returns the
+ * key's state as rl_value would then report it.
+ *
+ * A sharded refund is spread over the shards in equal parts, none above
+ * its own capacity; a penalty takes count / N from each shard, and a
+ * block blocks each.
+ */
+RlState
+rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
+{
+	RlPolicy	policy;
+	int			nshards = target->policy.shards;
+	RlState    *states;
+	RlState    *next;
+	ItemPointerData *tids;
+	TimestampTz now;
+	RlState		total;
+
+	states = palloc(sizeof(RlState) * nshards);
+	next = palloc(sizeof(RlState) * nshards);
+	tids = palloc(sizeof(ItemPointerData) * nshards);
+	if (nshards == 1)
+	{
+		RlHeld		held;
+
+		hold_rows(target, amount, &held);
+		states[0] = held.state[0];
+		tids[0] = held.tid[0];
+	}
+	else
+		hold_every_shard(target, states, tids);
+	recheck_policy(target);
+	policy = row_policy(target);
+	now = rl_clock_now();
+
+	if (kind == RL_ADJUST_REFUND && nshards > 1)
+	{
+		double	   *values = palloc(sizeof(double) * nshards);
+
+		for (int s = 0; s < nshards; s++)
+		{
+			adjust_row(&policy, target->origin, kind, &states[s], now, 0, 0,
+					   &next[s]);
+			values[s] = next[s].value;
+		}
+		rl_refund_spread(policy.capacity, nshards, values, amount);
+		for (int s = 0; s < nshards; s++)
+			next[s].value = values[s];
+	}
+	else
+	{
+		for (int s = 0; s < nshards; s++)
+			adjust_row(&policy, target->origin, kind, &states[s], now,
+					   amount / nshards, duration, &next[s]);
+	}
+
+	for (int s = 0; s < nshards; s++)
+		rl_storage_update(&tids[s], &next[s]);
+
+	if (nshards == 1)
+		return next[0];
+	check_answered(rl_initial_state(&policy, target->origin, now, &total), now);
+	total.value = 0;
+	for (int s = 0; s < nshards; s++)
+		total.value += rl_refill(&policy, target->origin, next[s], now).value;
+	return total;
 }

@@ -37,6 +37,14 @@ typedef struct RlTarget
 	int64		origin;			/* a window start (fixed window) */
 } RlTarget;
 
+/* What rl_adjust does to a key. */
+typedef enum RlAdjustment
+{
+	RL_ADJUST_REFUND,
+	RL_ADJUST_PENALIZE,
+	RL_ADJUST_BLOCK
+} RlAdjustment;
+
 /* What a call answers, whether the limit is sharded or not. */
 typedef RlShardDecision RlAnswer;
 
@@ -55,6 +63,8 @@ extern RlState rl_current(const RlTarget *target);
 extern bool rl_row_is_idle(const RlTarget *target, RlState state);
 extern bool rl_row_now(const RlTarget *target, RlState stored,
 					   RlState *current, int64 *reset_after, bool *idle);
+extern RlState rl_adjust(RlTarget *target, RlAdjustment kind, double amount,
+						 int64 duration);
 extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
 						   bool reserve, RlAnswer *answers);
 

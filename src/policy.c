@@ -33,8 +33,8 @@ static const char *const policy_column_names[RL_POLICY_NATTS] = {
  * it: whole years of 365.25 days, other months of 30 days, days of 24
  * hours.  A double, so huge intervals cannot wrap.
  */
-static double
-interval_usecs(const Interval *span)
+double
+rl_interval_usecs(const Interval *span)
 {
 	return (double) span->time +
 		(double) span->day * USECS_PER_DAY +
@@ -100,7 +100,7 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 				 errmsg("invalid rate limit kind \"%s\"", kind),
 				 errhint("The kind is \"token bucket\" or \"fixed window\".")));
 
-	period = interval_usecs(DatumGetIntervalP(values[RL_POLICY_PERIOD]));
+	period = rl_interval_usecs(DatumGetIntervalP(values[RL_POLICY_PERIOD]));
 	policy->rate = DatumGetFloat8(values[RL_POLICY_RATE]);
 	policy->period = (period > 0 && period <= (double) RL_MAX_PERIOD) ?
 		(int64) period : 0;

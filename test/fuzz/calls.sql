@@ -12,7 +12,10 @@ DECLARE
   counts float8[] := ARRAY[1, 0.5, 0, -1, 'NaN', 'Infinity', '-Infinity', 1e308, 11, NULL];
   bools boolean[] := ARRAY[true, false, NULL];
   configs ratelimit.rl_policy[];
-  fns text[] := ARRAY['rl_limit', 'rl_check', 'rl_value', 'rl_reset', 'rl_define', 'rl_token_bucket'];
+  durations interval[] := ARRAY['1 second', '0', '-1 hour', '1000 years', '999 years', '1 microsecond', '3 months', NULL];
+  results ratelimit.rl_result[];
+  fns text[] := ARRAY['rl_limit', 'rl_check', 'rl_value', 'rl_reset', 'rl_define', 'rl_token_bucket',
+                      'rl_refund', 'rl_penalize', 'rl_block', 'rl_headers'];
   fn text;
   state text;
   r int;
@@ -25,6 +28,12 @@ BEGIN
     ROW('token bucket', 5, '-1 second', 5, NULL, 1, NULL)::ratelimit.rl_policy,
     ROW('nope', 5, '1 second', 5, NULL, 1, NULL)::ratelimit.rl_policy,
     ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_policy];
+  results := ARRAY[
+    NULL,
+    ROW(true, NULL, 1, '1 second')::ratelimit.rl_result,
+    ROW(false, '-1 day', 'NaN', '-100000000 years')::ratelimit.rl_result,
+    ROW(false, '100000 years', '-Infinity', '1 microsecond')::ratelimit.rl_result,
+    ROW(NULL, NULL, NULL, NULL)::ratelimit.rl_result];
   FOR i IN 1..4000 LOOP
     fn := fns[1 + floor(random() * array_length(fns, 1))::int];
     BEGIN
@@ -42,6 +51,18 @@ BEGIN
             configs[1 + floor(random() * 7)::int]);
         WHEN 'rl_reset' THEN
           PERFORM ratelimit.rl_reset(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int]);
+        WHEN 'rl_refund' THEN
+          PERFORM ratelimit.rl_refund(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
+            counts[1 + floor(random() * 10)::int], configs[1 + floor(random() * 7)::int]);
+        WHEN 'rl_penalize' THEN
+          PERFORM ratelimit.rl_penalize(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
+            counts[1 + floor(random() * 10)::int], configs[1 + floor(random() * 7)::int]);
+        WHEN 'rl_block' THEN
+          PERFORM ratelimit.rl_block(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
+            durations[1 + floor(random() * 8)::int], configs[1 + floor(random() * 7)::int]);
+        WHEN 'rl_headers' THEN
+          PERFORM ratelimit.rl_headers(names[1 + floor(random() * 10)::int], results[1 + floor(random() * 5)::int],
+            configs[1 + floor(random() * 7)::int]);
         WHEN 'rl_define' THEN
           PERFORM ratelimit.rl_define(names[1 + floor(random() * 10)::int], 'token bucket',
             counts[1 + floor(random() * 10)::int], '1 minute');

@@ -579,6 +579,171 @@ run_time_extremes(void)
 		   "a window start before INT64_MIN comes back as INT64_MIN");
 }
 
+/* Refunds, penalties and blocks (README: Refunds, penalties and blocks). */
+static void
+run_adjust(void)
+{
+	RlPolicy	tb = bucket(10, MIN, 10);	/* one token per 6 s */
+	RlPolicy	fw = window(5, HOUR, 5, 0);
+	RlState		out;
+	RlDecision	d;
+	RlStatus	status;
+	double		spread[3];
+	double		given;
+
+	/* 4 at 0, 6 s later 5; + 3 = 8 at 6 s */
+	status = rl_refund_state(&tb, 0, &(RlState) {4, 0}, 6 * SEC, 3, &out);
+	expect(status == RL_DECIDED && near(out.value, 8) && out.ts == 6 * SEC,
+		   "refund: brought forward, then added");
+	/* 5 + 20 capped at the capacity 10 */
+	rl_refund_state(&tb, 0, &(RlState) {4, 0}, 6 * SEC, 20, &out);
+	expect(near(out.value, 10), "refund: capped at capacity");
+	/* no row: a full bucket stays full */
+	rl_refund_state(&tb, 0, NULL, 6 * SEC, 1, &out);
+	expect(near(out.value, 10) && out.ts == 6 * SEC, "refund: a new key is full");
+	/* fixed window: 1 left in [0, 1h); at 30 min + 3 = 4, ts the window */
+	rl_refund_state(&fw, 0, &(RlState) {1, 0}, 30 * MIN, 3, &out);
+	expect(near(out.value, 4) && out.ts == 0, "refund: fixed window");
+
+	/* 2 - 5 = -3 at 0; a call of 1 needs 4 tokens = 24 s, exactly */
+	status = rl_penalize_state(&tb, 0, &(RlState) {2, 0}, 0, 5, &out);
+	expect(status == RL_DECIDED && near(out.value, -3) && out.ts == 0,
+		   "penalty: below zero without a check");
+	rl_decide(&tb, 0, &out, 0, 1, false, &d);
+	expect(!d.ok && d.retry_after == 24 * SEC, "penalty: retry_after 24 s");
+	rl_decide(&tb, 0, &out, 24 * SEC - 1, 1, false, &d);
+	expect(!d.ok, "penalty: refused a microsecond before retry_after");
+	rl_decide(&tb, 0, &out, 24 * SEC, 1, false, &d);
+	expect(d.ok && near(d.remaining, 0), "penalty: granted at retry_after");
+
+	/*
+	 * 1000 years at 10 a minute is 365250 * 1440 * 10 = 5,259,600,000
+	 * tokens: a deficit deeper than that (less the capacity) is refused.
+	 */
+	status = rl_penalize_state(&tb, 0, &(RlState) {10, 0}, 0, 5259600000.0, &out);
+	expect(status == RL_DECIDED, "penalty: full again in exactly 1000 years");
+	status = rl_penalize_state(&tb, 0, &(RlState) {10, 0}, 0, 5259600011.0, &out);
+	expect(status == RL_WAIT_TOO_LONG, "penalty: beyond 1000 years refused");
+	/* fixed window: 5 in [0, 1h), - 12 = -7: two windows, at 2h */
+	rl_penalize_state(&fw, 0, NULL, 10 * MIN, 12, &out);
+	rl_decide(&fw, 0, &out, 10 * MIN, 1, false, &d);
+	expect(near(out.value, -7) && out.ts == 0 && !d.ok &&
+		   d.retry_after == 2 * HOUR - 10 * MIN,
+		   "penalty: fixed window, whole windows");
+
+	/* block 60 s: empty at 60 s, one token 6 s later */
+	status = rl_block_state(&tb, 0, &(RlState) {10, 0}, 0, 60 * SEC, &out);
+	expect(status == RL_DECIDED && out.value == 0 && out.ts == 60 * SEC,
+		   "block: empty at now + duration");
+	rl_decide(&tb, 0, &out, 0, 1, false, &d);
+	expect(!d.ok && d.retry_after == 66 * SEC, "block: retry_after 66 s");
+	rl_decide(&tb, 0, &out, 66 * SEC - 1, 1, false, &d);
+	expect(!d.ok, "block: refused a microsecond before retry_after");
+	rl_decide(&tb, 0, &out, 66 * SEC, 1, false, &d);
+	expect(d.ok, "block: granted at retry_after");
+	/* a reservation during the block runs after it: at 60 + 12 s */
+	rl_decide(&tb, 0, &out, 10 * SEC, 2, true, &d);
+	expect(d.ok && d.retry_after == 62 * SEC && d.state.ts == 60 * SEC &&
+		   near(d.state.value, -2), "block: a reservation waits for its end");
+	/* -30 owed at 0; by 60 s 10 repaid: -20 kept */
+	rl_block_state(&tb, 0, &(RlState) {-30, 0}, 0, 60 * SEC, &out);
+	expect(near(out.value, -20) && out.ts == 60 * SEC,
+		   "block: a deficit is not forgiven");
+	/* a longer block already in place stays */
+	rl_block_state(&tb, 0, &(RlState) {0, 120 * SEC}, 0, 60 * SEC, &out);
+	expect(out.value == 0 && out.ts == 120 * SEC, "block: never shortened");
+	/* 1000 years of block is the most: a call must be answerable */
+	status = rl_block_state(&tb, 0, NULL, 0, RL_MAX_WAIT, &out);
+	expect(status == RL_WAIT_TOO_LONG, "block: past 1000 years refused");
+	status = rl_block_state(&tb, 0, NULL, 0, RL_MAX_WAIT - MIN, &out);
+	expect(status == RL_DECIDED, "block: within 1000 years");
+	status = rl_block_state(&tb, 0, NULL, RL_END_TIME - MIN, HOUR, &out);
+	expect(status == RL_TIME_OUT_OF_RANGE, "block: past the end of time");
+
+	/* fixed window: 10 min + 30 min = 40 min, in [0, 1h): refused until 1h */
+	rl_block_state(&fw, 0, &(RlState) {5, 0}, 10 * MIN, 30 * MIN, &out);
+	expect(out.value == 0 && out.ts == 0, "block: window until the next start");
+	rl_decide(&fw, 0, &out, 10 * MIN, 1, false, &d);
+	expect(!d.ok && d.retry_after == 50 * MIN, "block: window retry_after");
+	rl_decide(&fw, 0, &out, HOUR - 1, 1, false, &d);
+	expect(!d.ok, "block: window refused a microsecond before");
+	rl_decide(&fw, 0, &out, HOUR, 1, false, &d);
+	expect(d.ok && near(d.remaining, 4), "block: window granted at the start");
+	/* ending exactly at a window start: refused until that start */
+	rl_block_state(&fw, 0, NULL, 10 * MIN, 50 * MIN, &out);
+	expect(out.ts == 0, "block: ends on a window start");
+	/* a microsecond past it: the whole next window is refused too */
+	rl_block_state(&fw, 0, NULL, 10 * MIN, 50 * MIN + 1, &out);
+	rl_decide(&fw, 0, &out, 10 * MIN, 1, false, &d);
+	expect(out.ts == HOUR && d.retry_after == 110 * MIN,
+		   "block: a microsecond past a start takes its window");
+
+	/* spread 4 over {5, 1, 3} (capacity 5): 2 each to the two open */
+	spread[0] = 5;
+	spread[1] = 1;
+	spread[2] = 3;
+	given = rl_refund_spread(5, 3, spread, 4);
+	expect(near(given, 4) && spread[0] == 5 && near(spread[1], 3) &&
+		   near(spread[2], 5), "spread: equal parts to shards with room");
+	/* 10 over {5, 1, 3}: 4 + 2 fit, the rest is dropped */
+	spread[1] = 1;
+	spread[2] = 3;
+	given = rl_refund_spread(5, 3, spread, 10);
+	expect(near(given, 6) && spread[1] == 5 && spread[2] == 5,
+		   "spread: no shard above its capacity");
+	/* 3 over {0, 4.5}: 1.5 each, the second fills at 0.5, 1 passed on */
+	spread[0] = 0;
+	spread[1] = 4.5;
+	given = rl_refund_spread(5, 2, spread, 3);
+	expect(near(given, 3) && near(spread[0], 2.5) && spread[1] == 5,
+		   "spread: a full shard passes its share on");
+}
+
+/* The HTTP fields: amounts rounded down, times up. */
+static void
+run_http(void)
+{
+	RlPolicy	tb = bucket(10, MIN, 20);
+	RlPolicy	fw = window(100, HOUR, 100, 0);
+	RlPolicy	odd = bucket(0.5, 90500000, 1);
+	RlPolicy	huge = bucket(1e15, SEC, 1e15);
+	RlHttpFields f;
+
+	/* granted, 7.5 left, full in 15.2 s */
+	rl_http_fields(&tb, true, false, 0, 7.5, 15200000, &f);
+	expect(f.quota == 10 && f.window == 60 && f.remaining == 7 &&
+		   f.reset == 16 && !f.has_retry_after, "http: bucket granted");
+	/* denied, 0.4 held, retry in 3.000001 s: t and Retry-After 4 */
+	rl_http_fields(&tb, false, true, 3000001, 0.4, 57 * SEC, &f);
+	expect(f.remaining == 0 && f.reset == 4 && f.has_retry_after &&
+		   f.retry_after == 4, "http: bucket denied");
+	/* a reservation: granted, r 0, no Retry-After */
+	rl_http_fields(&tb, true, true, 12 * SEC, -2, 132 * SEC, &f);
+	expect(f.remaining == 0 && f.reset == 132 && !f.has_retry_after,
+		   "http: reservation");
+	/* fixed window: 100 an hour, 40 left, next window in 20 min */
+	rl_http_fields(&fw, true, false, 0, 40, 20 * MIN, &f);
+	expect(f.quota == 100 && f.window == 3600 && f.remaining == 40 &&
+		   f.reset == 1200, "http: window granted");
+	/* exact seconds stay as they are */
+	rl_http_fields(&fw, false, true, 20 * MIN, 0, 20 * MIN, &f);
+	expect(f.retry_after == 1200 && f.reset == 1200, "http: whole seconds");
+	/* retry_after zero (a busy shard): Retry-After 0 */
+	rl_http_fields(&fw, false, true, 0, 3, 20 * MIN, &f);
+	expect(f.has_retry_after && f.retry_after == 0 && f.reset == 0,
+		   "http: retry now");
+	/* 0.5 per 90.5 s: q 0, w 91 */
+	rl_http_fields(&odd, true, false, 0, 0.5, SEC, &f);
+	expect(f.quota == 0 && f.window == 91 && f.remaining == 0,
+		   "http: fractions");
+	rl_http_fields(&huge, true, false, 0, 1e15, 0, &f);
+	expect(f.quota == RL_SF_MAX_INTEGER && f.remaining == RL_SF_MAX_INTEGER &&
+		   f.window == 1, "http: capped at the largest sf-integer");
+	expect(rl_ceil_seconds(1) == 1 && rl_ceil_seconds(SEC) == 1 &&
+		   rl_ceil_seconds(SEC + 1) == 2 && rl_ceil_seconds(0) == 0,
+		   "http: seconds round up");
+}
+
 int
 main(void)
 {
@@ -592,6 +757,8 @@ main(void)
 	run_shard_total();
 	run_idle();
 	run_time_extremes();
+	run_adjust();
+	run_http();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
