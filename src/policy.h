@@ -32,5 +32,6 @@ extern void rl_policy_from_values(Datum *values, bool *nulls,
 extern void rl_policy_fill_defaults(Datum *values, bool *nulls);
 extern void rl_policy_from_composite(HeapTupleHeader tuple, RlPolicy *policy);
 extern Interval *rl_usecs_to_interval(int64 usecs);
+extern double rl_interval_usecs(const Interval *span);
 
 #endif							/* RATELIMIT_POLICY_H */
