@@ -755,11 +755,11 @@ rl_acquire(PG_FUNCTION_ARGS)
 				 errmsg("concurrency limit \"%s\" exceeded",
 						text_to_cstring(target.name)),
 				 target.key_is_null ?
-				 errdetail("The shared limit has fewer than %d of its %g permits free.",
+				 errdetail("The call asked for %d of the shared limit's %g permits; fewer are free.",
 						   permits, target.policy.capacity) :
-				 errdetail("Key \"%s\" has fewer than %d of its %g permits free.",
-						   text_to_cstring(target.key), permits,
-						   target.policy.capacity)));
+				 errdetail("The call asked for %d of the %g permits of key \"%s\"; fewer are free.",
+						   permits, target.policy.capacity,
+						   text_to_cstring(target.key))));
 	PG_RETURN_BOOL(granted);
 }
 
