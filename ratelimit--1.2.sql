@@ -715,3 +715,258 @@ REVOKE ALL ON FUNCTION @extschema@.rl_block(text, smallint, interval, @extschema
 REVOKE ALL ON FUNCTION @extschema@.rl_block(text, uuid, interval, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy) TO PUBLIC;
+-- concurrency limits (1.2)
+
+-- A concurrency limit is a definition of kind 'concurrency' (permits held
+-- until the transaction ends, rl_acquire) or 'concurrency lease' (leases
+-- held until released or expired, rl_lease), with its permits in capacity
+-- and no rate or period.
+ALTER TABLE @extschema@.rl_definitions
+	ALTER COLUMN rate DROP NOT NULL,
+	ALTER COLUMN period DROP NOT NULL,
+	DROP CONSTRAINT rl_definitions_kind_check,
+	ADD CONSTRAINT rl_definitions_kind_check CHECK (
+		CASE WHEN kind OPERATOR(pg_catalog.=) ANY (ARRAY['concurrency', 'concurrency lease'])
+		THEN rate IS NULL AND period IS NULL AND max_reserved IS NULL
+			AND shards OPERATOR(pg_catalog.=) 1 AND start IS NULL
+			AND capacity OPERATOR(pg_catalog.>=) 1
+			AND capacity OPERATOR(pg_catalog.<=) 1000
+			AND capacity OPERATOR(pg_catalog.=) pg_catalog.trunc(capacity)
+		ELSE kind OPERATOR(pg_catalog.=) ANY (ARRAY['token bucket', 'fixed window'])
+			AND rate IS NOT NULL AND period IS NOT NULL
+		END);
+
+-- Leases outlive the transaction that took them, so they are rows.  A
+-- lease counts while it is neither released nor expired; rl_gc deletes it
+-- once it has expired.
+CREATE TABLE @extschema@.rl_leases (
+	id uuid PRIMARY KEY,
+	name text COLLATE "C" NOT NULL,
+	key text COLLATE "C" NOT NULL,
+	permits integer NOT NULL CHECK (permits OPERATOR(pg_catalog.>=) 1),
+	acquired timestamptz NOT NULL,
+	expires timestamptz NOT NULL,
+	released timestamptz
+);
+CREATE INDEX rl_leases_key ON @extschema@.rl_leases (name, key);
+CREATE INDEX rl_leases_expires ON @extschema@.rl_leases (expires);
+COMMENT ON TABLE @extschema@.rl_leases IS
+	'leases of concurrency limits: permits of (name, key) held from acquired until released or expires; key '''' is the shared NULL key';
+REVOKE ALL ON TABLE @extschema@.rl_leases FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_leases', '');
+
+CREATE FUNCTION @extschema@.rl_define_concurrency(
+	name text,
+	permits integer,
+	leases boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_define_concurrency'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_define_concurrency(text, integer, boolean) IS
+	'create or replace a concurrency limit: at most permits holders per key, taken with rl_acquire (or with rl_lease when leases)';
+REVOKE ALL ON FUNCTION @extschema@.rl_define_concurrency(text, integer, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key text DEFAULT NULL,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, text, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, text, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, text, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key bigint,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, bigint, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, bigint, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, bigint, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key integer,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, integer, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, integer, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, integer, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key smallint,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, smallint, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, smallint, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, smallint, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key uuid,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, uuid, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, uuid, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, uuid, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key text,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, text, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, text, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, text, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key bigint,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, bigint, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, bigint, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, bigint, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key integer,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, integer, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, integer, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, integer, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key smallint,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, smallint, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, smallint, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, smallint, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key uuid,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, uuid, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, uuid, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, uuid, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_release(lease uuid)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_release'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_release(uuid) IS
+	'free a lease; true when it was held, false when already released or expired';
+REVOKE ALL ON FUNCTION @extschema@.rl_release(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_release(uuid) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_key_hash(key text)
+RETURNS oid
+AS 'MODULE_PATHNAME', 'rl_key_hash'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_key_hash(text) IS
+	'the hash of a name or key (NULL: the NULL key) in the lock tags of rl_acquire''s permits, as pg_locks shows them (classid, objid)';
+REVOKE ALL ON FUNCTION @extschema@.rl_key_hash(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_key_hash(text) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_now()
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'rl_now'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_now() IS
+	'the time ratelimit computes at: ratelimit.now_override when set, else the clock';
+REVOKE ALL ON FUNCTION @extschema@.rl_now() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_now() TO PUBLIC;
+
+-- Monitoring.  Not granted to PUBLIC, as rl_status.
+CREATE VIEW @extschema@.rl_permits AS
+SELECT d.name,
+	d.capacity::integer AS permits,
+	l.objid AS key_hash,
+	pg_catalog.count(*)::integer AS held,
+	pg_catalog.array_agg(DISTINCT l.pid) AS pids
+FROM pg_catalog.pg_locks l
+JOIN @extschema@.rl_definitions d
+	ON @extschema@.rl_key_hash(d.name) OPERATOR(pg_catalog.=) l.classid
+WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+	AND l.granted
+	AND l.objsubid OPERATOR(pg_catalog.>=) 16384
+	AND l.objsubid OPERATOR(pg_catalog.<) 17384
+	AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database
+		WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+	AND d.kind OPERATOR(pg_catalog.=) 'concurrency'
+GROUP BY d.name, d.capacity, l.objid;
+COMMENT ON VIEW @extschema@.rl_permits IS
+	'permits of concurrency limits held now by transactions (rl_acquire), per name and key hash, read from pg_locks';
+COMMENT ON COLUMN @extschema@.rl_permits.permits IS 'the limit: permits per key';
+COMMENT ON COLUMN @extschema@.rl_permits.key_hash IS 'rl_key_hash(key) of the key (pg_locks.objid); rl_key_hash(NULL) for the NULL key';
+COMMENT ON COLUMN @extschema@.rl_permits.held IS 'permits held now';
+COMMENT ON COLUMN @extschema@.rl_permits.pids IS 'the backends holding them';
+REVOKE ALL ON @extschema@.rl_permits FROM PUBLIC;
+
+CREATE VIEW @extschema@.rl_lease_status AS
+SELECT l.id AS lease,
+	l.name,
+	NULLIF(l.key, '') AS key,
+	l.permits,
+	l.acquired,
+	l.expires,
+	l.released,
+	l.released IS NULL AND l.expires OPERATOR(pg_catalog.>) @extschema@.rl_now() AS held
+FROM @extschema@.rl_leases l;
+COMMENT ON VIEW @extschema@.rl_lease_status IS
+	'every stored lease of a concurrency limit, and whether it holds its permits now';
+COMMENT ON COLUMN @extschema@.rl_lease_status.key IS 'the key; NULL for the limit shared by the whole name';
+COMMENT ON COLUMN @extschema@.rl_lease_status.released IS 'when rl_release freed it; NULL while not released';
+COMMENT ON COLUMN @extschema@.rl_lease_status.held IS 'neither released nor expired: its permits count against the limit';
+REVOKE ALL ON @extschema@.rl_lease_status FROM PUBLIC;

@@ -31,7 +31,18 @@
 const char *
 rl_kind_name(RlKind kind)
 {
-	return kind == RL_TOKEN_BUCKET ? "token bucket" : "fixed window";
+	switch (kind)
+	{
+		case RL_TOKEN_BUCKET:
+			return "token bucket";
+		case RL_FIXED_WINDOW:
+			return "fixed window";
+		case RL_CONCURRENCY:
+			return "concurrency";
+		case RL_CONCURRENCY_LEASE:
+			return "concurrency lease";
+	}
+	return "unknown";
 }
 
 /* Parse a kind's SQL name; false when it names no kind. */
@@ -42,6 +53,10 @@ rl_kind_parse(const char *name, RlKind *kind)
 		*kind = RL_TOKEN_BUCKET;
 	else if (strcmp(name, "fixed window") == 0)
 		*kind = RL_FIXED_WINDOW;
+	else if (strcmp(name, "concurrency") == 0)
+		*kind = RL_CONCURRENCY;
+	else if (strcmp(name, "concurrency lease") == 0)
+		*kind = RL_CONCURRENCY_LEASE;
 	else
 		return false;
 	return true;
@@ -76,6 +91,16 @@ fill_time(const RlPolicy *policy)
 const char *
 rl_policy_problem(const RlPolicy *policy)
 {
+	if (RL_KIND_IS_CONCURRENCY(policy->kind))
+	{
+		if (!(policy->capacity >= 1 && policy->capacity <= RL_MAX_PERMITS &&
+			  policy->capacity == floor(policy->capacity)))
+			return "permits must be between 1 and 1000";
+		if (policy->shards != 1 || policy->has_max_reserved ||
+			policy->has_start)
+			return "a concurrency limit has only a number of permits";
+		return NULL;
+	}
 	if (!amount_in_range(policy->rate, 0, false))
 		return "rate must be a finite number greater than zero and at most 1e15";
 	if (policy->period <= 0 || policy->period > RL_MAX_PERIOD)

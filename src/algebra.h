@@ -25,6 +25,7 @@
 #define RL_MAX_WAIT			(INT64_C(365250) * RL_USECS_PER_DAY)	/* 1000 years */
 #define RL_MAX_AMOUNT		1e15	/* rate, capacity, max_reserved, count */
 #define RL_MAX_SHARDS		1024
+#define RL_MAX_PERMITS		1000	/* concurrency limits: permits per key */
 
 /*
  * The times a timestamptz can hold, [RL_MIN_TIME, RL_END_TIME): PostgreSQL's
@@ -40,8 +41,15 @@
 typedef enum RlKind
 {
 	RL_TOKEN_BUCKET,
-	RL_FIXED_WINDOW
+	RL_FIXED_WINDOW,
+	RL_CONCURRENCY,				/* permits held until the transaction ends */
+	RL_CONCURRENCY_LEASE		/* permits held by a lease until released or
+								 * expired */
 } RlKind;
+
+/* Concurrency kinds keep their permit count in capacity, and no rate. */
+#define RL_KIND_IS_CONCURRENCY(kind) \
+	((kind) == RL_CONCURRENCY || (kind) == RL_CONCURRENCY_LEASE)
 
 typedef struct RlPolicy
 {

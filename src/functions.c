@@ -30,6 +30,8 @@
 #include "algebra.h"
 #include "clock.h"
 #include "compat.h"
+#include "concurrency.h"
+#include "definitions.h"
 #include "direct.h"
 #include "errors.h"
 #include "gc.h"
@@ -83,6 +85,12 @@ PG_FUNCTION_INFO_V1(rl_status_row);
 PG_FUNCTION_INFO_V1(rl_refund);
 PG_FUNCTION_INFO_V1(rl_penalize);
 PG_FUNCTION_INFO_V1(rl_block);
+PG_FUNCTION_INFO_V1(rl_define_concurrency);
+PG_FUNCTION_INFO_V1(rl_acquire);
+PG_FUNCTION_INFO_V1(rl_lease);
+PG_FUNCTION_INFO_V1(rl_release);
+PG_FUNCTION_INFO_V1(rl_key_hash);
+PG_FUNCTION_INFO_V1(rl_now);
 
 void		_PG_init(void);
 
@@ -551,6 +559,23 @@ rl_limit_all(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(all_result_datum(cache, targets, answers, n, refused));
 }
 
+/*
+ * Store a checked definition; a definition of another form under the same
+ * name (a rate and a concurrency limit, or permits and leases) is refused
+ * rather than replaced, since the state of one means nothing to the other.
+ */
+static void
+put_definition(text *name, Datum *values, bool *nulls)
+{
+	if (!rl_storage_put_definition(name, values, nulls))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("rate limit \"%s\" is already defined as another form of limit",
+						text_to_cstring(name)),
+				 errdetail("A rate limit cannot become a concurrency limit, nor a concurrency limit switch between permits and leases, under the same name."),
+				 errhint("Drop it with rl_undefine() first, or use another name.")));
+}
+
 /* rl_define(name, kind, rate, period, ...): create or replace. */
 Datum
 rl_define(PG_FUNCTION_ARGS)
@@ -566,11 +591,18 @@ rl_define(PG_FUNCTION_ARGS)
 		nulls[i] = PG_ARGISNULL(i + 1);
 		values[i] = nulls[i] ? (Datum) 0 : PG_GETARG_DATUM(i + 1);
 	}
+	if (!nulls[RL_POLICY_KIND] &&
+		rl_kind_parse(TextDatumGetCString(values[RL_POLICY_KIND]), &policy.kind) &&
+		RL_KIND_IS_CONCURRENCY(policy.kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rl_define() defines rate limits, not concurrency limits"),
+				 errhint("Define a concurrency limit with rl_define_concurrency().")));
 	rl_policy_fill_defaults(values, nulls);
 	rl_policy_from_values(values, nulls, &policy);
 
 	rl_storage_begin_writing(cache->nspid, "rl_define()");
-	rl_storage_put_definition(name, values, nulls);
+	put_definition(name, values, nulls);
 	rl_storage_end();
 	PG_RETURN_VOID();
 }
@@ -583,7 +615,12 @@ rl_undefine(PG_FUNCTION_ARGS)
 	text	   *name = call_name(fcinfo);
 	bool		found;
 
+	RlPolicy	policy;
+
 	rl_storage_begin_writing(cache->nspid, "rl_undefine()");
+	if (rl_definition_lookup(name, &policy) &&
+		policy.kind == RL_CONCURRENCY_LEASE)
+		rl_storage_lease_delete_name(name);
 	found = rl_storage_delete_definition(name);
 	rl_storage_end();
 	if (!found)
@@ -611,6 +648,9 @@ rl_gc(PG_FUNCTION_ARGS)
 				 errdetail("max_rows is %d.", max_rows)));
 	rl_storage_begin_writing(cache->nspid, "rl_gc()");
 	removed = rl_gc_run((uint64) max_rows);
+	if (removed < (uint64) max_rows)
+		removed += rl_storage_lease_gc(rl_clock_now(),
+									   (uint64) max_rows - removed);
 	rl_storage_end();
 	PG_RETURN_INT64((int64) removed);
 }
@@ -634,6 +674,14 @@ rl_status_row(PG_FUNCTION_ARGS)
 	bool		nulls[5] = {false, false, false, false, false};
 
 	rl_policy_from_composite(PG_GETARG_HEAPTUPLEHEADER(0), &policy);
+	/* rows left from a rate under a name now a concurrency limit */
+	if (RL_KIND_IS_CONCURRENCY(policy.kind))
+	{
+		for (int i = 0; i < 5; i++)
+			nulls[i] = true;
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
+														  values, nulls)));
+	}
 	rl_target_for_row(&target, PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
 					  &policy);
 	stored.value = PG_GETARG_FLOAT8(3);
@@ -688,4 +736,191 @@ Datum
 rl_fixed_window(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_DATUM(policy_datum(fcinfo, RL_FIXED_WINDOW));
+}
+
+/* Argument positions of the concurrency functions. */
+#define ARG_PERMITS		2		/* rl_acquire, rl_lease */
+#define ARG_WAIT		3		/* rl_acquire */
+#define ARG_ACQ_THROWS	4		/* rl_acquire */
+#define ARG_TTL			3		/* rl_lease */
+
+/* A non-negative interval argument in microseconds, bounded by 100 years. */
+static int64
+interval_arg(FunctionCallInfo fcinfo, int argno, const char *argname,
+			 bool zero_ok)
+{
+	double		usecs;
+
+	require_arg(fcinfo, argno, argname);
+	usecs = rl_interval_usecs(PG_GETARG_INTERVAL_P(argno));
+	if (usecs < 0 || (usecs == 0 && !zero_ok) || usecs > (double) RL_MAX_PERIOD)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be %s zero and at most 100 years", argname,
+						zero_ok ? "at least" : "greater than"),
+				 errdetail("%s is %s.", argname,
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   PG_GETARG_DATUM(argno))))));
+	return (int64) usecs;
+}
+
+/*
+ * The name and key of rl_acquire and rl_lease, resolved to a concurrency
+ * limit of the given kind, with the permits checked.  Needs
+ * rl_storage_begin.
+ */
+static int32
+concurrency_target(FunctionCallInfo fcinfo, RlCallCache *cache, RlKind kind,
+				   RlTarget *target)
+{
+	int32		permits;
+
+	call_target(fcinfo, cache, target);
+	require_arg(fcinfo, ARG_PERMITS, "permits");
+	permits = PG_GETARG_INT32(ARG_PERMITS);
+	target->defined = rl_definition_lookup(target->name, &target->policy);
+	rl_target_require_concurrency(target, kind);
+	rl_check_permits(target, permits);
+	return permits;
+}
+
+/*
+ * rl_define_concurrency(name, permits, leases): create or replace a
+ * concurrency limit of permits holders per key.
+ */
+Datum
+rl_define_concurrency(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	Datum		values[RL_POLICY_NATTS] = {0};
+	bool		nulls[RL_POLICY_NATTS];
+	RlPolicy	policy;
+	bool		leases;
+
+	require_arg(fcinfo, 1, "permits");
+	leases = required_bool(fcinfo, 2, "leases");
+	for (int i = 0; i < RL_POLICY_NATTS; i++)
+		nulls[i] = true;
+	values[RL_POLICY_KIND] = CStringGetTextDatum(rl_kind_name(leases ?
+															  RL_CONCURRENCY_LEASE :
+															  RL_CONCURRENCY));
+	nulls[RL_POLICY_KIND] = false;
+	values[RL_POLICY_CAPACITY] = Float8GetDatum((double) PG_GETARG_INT32(1));
+	nulls[RL_POLICY_CAPACITY] = false;
+	values[RL_POLICY_SHARDS] = Int32GetDatum(1);
+	nulls[RL_POLICY_SHARDS] = false;
+	rl_policy_from_values(values, nulls, &policy);
+
+	rl_storage_begin_writing(cache->nspid, "rl_define_concurrency()");
+	put_definition(name, values, nulls);
+	rl_storage_end();
+	PG_RETURN_VOID();
+}
+
+/*
+ * rl_acquire(name, key, permits, wait, throws): take permits until the
+ * transaction ends; whether granted.  It writes nothing, so it runs in a
+ * read-only transaction; on a standby it is refused, since the standby's
+ * permits would not count against the primary's.
+ */
+Datum
+rl_acquire(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	RlTarget	target;
+	int32		permits;
+	int64		wait;
+	bool		throws;
+	bool		granted;
+
+	PreventCommandDuringRecovery("rl_acquire()");
+	wait = interval_arg(fcinfo, ARG_WAIT, "wait", true);
+	throws = required_bool(fcinfo, ARG_ACQ_THROWS, "throws");
+	rl_storage_begin(cache->nspid);
+	permits = concurrency_target(fcinfo, cache, RL_CONCURRENCY, &target);
+	granted = rl_permits_acquire(&target, permits, wait);
+	rl_storage_end();
+
+	if (!granted && throws)
+		ereport(ERROR,
+				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
+				 errmsg("concurrency limit \"%s\" exceeded",
+						text_to_cstring(target.name)),
+				 target.key_is_null ?
+				 errdetail("The call asked for %d of the shared limit's %g permits; fewer are free.",
+						   permits, target.policy.capacity) :
+				 errdetail("The call asked for %d of the %g permits of key \"%s\"; fewer are free.",
+						   permits, target.policy.capacity,
+						   text_to_cstring(target.key))));
+	PG_RETURN_BOOL(granted);
+}
+
+/*
+ * rl_lease(name, key, permits, ttl): a lease of permits for ttl, stored
+ * durably; its id, or NULL when the limit is full.
+ */
+Datum
+rl_lease(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	RlTarget	target;
+	int32		permits;
+	int64		ttl;
+	Datum		id;
+	bool		granted;
+
+	ttl = interval_arg(fcinfo, ARG_TTL, "ttl", false);
+	rl_storage_begin_writing(cache->nspid, "rl_lease()");
+	permits = concurrency_target(fcinfo, cache, RL_CONCURRENCY_LEASE, &target);
+	granted = rl_lease_take(&target, permits, ttl, &id);
+	rl_storage_end();
+	if (!granted)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(id);
+}
+
+/*
+ * rl_release(lease): free a lease; true when it was held, false when it
+ * was already released or had expired.  An id never issued (or removed by
+ * rl_gc) is an error.
+ */
+Datum
+rl_release(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	RlLeaseStatus status;
+
+	require_arg(fcinfo, 0, "lease");
+	rl_storage_begin_writing(cache->nspid, "rl_release()");
+	status = rl_storage_lease_release(PG_GETARG_DATUM(0), rl_clock_now());
+	rl_storage_end();
+	if (status == RL_LEASE_UNKNOWN)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease %s does not exist",
+						DatumGetCString(DirectFunctionCall1(uuid_out,
+															PG_GETARG_DATUM(0)))),
+				 errhint("rl_gc() removes leases once their ttl has passed.")));
+	PG_RETURN_BOOL(status == RL_LEASE_RELEASED);
+}
+
+/*
+ * rl_key_hash(key): the hash of a name or key that the lock tags of
+ * rl_acquire's permits carry (pg_locks.classid for the name, objid for the
+ * key); NULL stands for the NULL key.
+ */
+Datum
+rl_key_hash(PG_FUNCTION_ARGS)
+{
+	text	   *t = PG_ARGISNULL(0) ? cstring_to_text("") : PG_GETARG_TEXT_PP(0);
+
+	PG_RETURN_OID((Oid) rl_lock_hash(t));
+}
+
+/* rl_now(): the time ratelimit computes at (ratelimit.now_override). */
+Datum
+rl_now(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TIMESTAMPTZ(rl_clock_now());
 }

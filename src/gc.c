@@ -71,6 +71,9 @@ rl_gc_run(uint64 max_rows)
 		key.name = row.name;
 		key.key = row.key;
 		key.shard = row.shard;
+		/* a concurrency limit has no tokens: rows left from a rate are kept */
+		if (RL_KIND_IS_CONCURRENCY(row.policy.kind))
+			continue;
 		rl_target_for_row(&target, row.name, row.key, &row.policy);
 		if (!rl_row_is_idle(&target, row.state))
 			continue;

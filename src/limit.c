@@ -124,7 +124,31 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 				 errmsg("rate limit \"%s\" does not exist",
 						text_to_cstring(target->name)),
 				 errhint("Define it with rl_define(), or pass an inline config.")));
+	rl_target_require_rate(target);
 	set_origin(target);
+}
+
+/*
+ * Refuse a concurrency limit where a rate is needed (rl_limit, rl_check,
+ * rl_value, rl_limit_all, rl_enforce): it has no tokens to take.
+ */
+void
+rl_target_require_rate(const RlTarget *target)
+{
+	if (!RL_KIND_IS_CONCURRENCY(target->policy.kind))
+		return;
+	if (!target->defined)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("an inline config cannot be a concurrency limit"),
+				 errhint("Define it with rl_define_concurrency() and call rl_acquire() or rl_lease().")));
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("rate limit \"%s\" is a concurrency limit",
+					text_to_cstring(target->name)),
+			 errhint("Take its permits with %s.",
+					 target->policy.kind == RL_CONCURRENCY ?
+					 "rl_acquire()" : "rl_lease()")));
 }
 
 /*
@@ -183,6 +207,7 @@ recheck_policy(RlTarget *target)
 						   target->policy.shards, current.shards),
 				 errhint("Retry the transaction.")));
 	target->policy = current;
+	rl_target_require_rate(target);
 	set_origin(target);
 }
 

@@ -50,6 +50,7 @@ typedef RlShardDecision RlAnswer;
 
 extern void rl_target_init(RlTarget *target, text *name, text *key);
 extern void rl_target_resolve(RlTarget *target, HeapTupleHeader config);
+extern void rl_target_require_rate(const RlTarget *target);
 extern void rl_target_for_row(RlTarget *target, text *name, text *key,
 							  const RlPolicy *policy);
 extern void rl_target_check_count(const RlTarget *target, double count,

@@ -77,6 +77,39 @@ rl_policy_fill_defaults(Datum *values, bool *nulls)
 }
 
 /*
+ * A concurrency limit's columns (a row of rl_definitions, or an inline
+ * rl_policy): the permits in capacity, and no rate, period, max_reserved
+ * or start.
+ */
+static void
+concurrency_from_values(Datum *values, bool *nulls, RlPolicy *policy)
+{
+	const char *problem;
+
+	require_column(nulls, RL_POLICY_CAPACITY);
+	if (!nulls[RL_POLICY_RATE] || !nulls[RL_POLICY_PERIOD] ||
+		!nulls[RL_POLICY_MAX_RESERVED] || !nulls[RL_POLICY_START] ||
+		(!nulls[RL_POLICY_SHARDS] && DatumGetInt32(values[RL_POLICY_SHARDS]) != 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a concurrency limit has only a number of permits"),
+				 errhint("Define it with rl_define_concurrency().")));
+	policy->rate = 0;
+	policy->period = 0;
+	policy->capacity = DatumGetFloat8(values[RL_POLICY_CAPACITY]);
+	policy->has_max_reserved = false;
+	policy->max_reserved = 0;
+	policy->shards = 1;
+	policy->has_start = false;
+	policy->start = 0;
+	problem = rl_policy_problem(policy);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem)));
+}
+
+/*
  * Check the seven policy columns and convert them; any problem is an
  * ERROR naming the column.  Defaults must already be filled in.
  */
@@ -88,17 +121,21 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	const char *problem;
 
 	require_column(nulls, RL_POLICY_KIND);
-	require_column(nulls, RL_POLICY_RATE);
-	require_column(nulls, RL_POLICY_PERIOD);
-	require_column(nulls, RL_POLICY_CAPACITY);
-	require_column(nulls, RL_POLICY_SHARDS);
-
 	kind = TextDatumGetCString(values[RL_POLICY_KIND]);
 	if (!rl_kind_parse(kind, &policy->kind))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid rate limit kind \"%s\"", kind),
 				 errhint("The kind is \"token bucket\" or \"fixed window\".")));
+	if (RL_KIND_IS_CONCURRENCY(policy->kind))
+	{
+		concurrency_from_values(values, nulls, policy);
+		return;
+	}
+	require_column(nulls, RL_POLICY_RATE);
+	require_column(nulls, RL_POLICY_PERIOD);
+	require_column(nulls, RL_POLICY_CAPACITY);
+	require_column(nulls, RL_POLICY_SHARDS);
 
 	period = rl_interval_usecs(DatumGetIntervalP(values[RL_POLICY_PERIOD]));
 	policy->rate = DatumGetFloat8(values[RL_POLICY_RATE]);

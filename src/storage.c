@@ -52,6 +52,7 @@
 #include "utils/lsyscache.h"
 #include "utils/plancache.h"
 #include "utils/snapmgr.h"
+#include "utils/uuid.h"
 
 #include "direct.h"
 #include "policy.h"
@@ -72,6 +73,13 @@ typedef enum RlPlanId
 	PLAN_DELETE_NAME,
 	PLAN_DELETE_ROW,
 	PLAN_SCAN,
+	PLAN_CORE_COUNT,			/* prepared together; those after, on first use */
+	PLAN_LEASE_HELD = PLAN_CORE_COUNT,
+	PLAN_LEASE_INSERT,
+	PLAN_LEASE_LOOKUP,
+	PLAN_LEASE_RELEASE,
+	PLAN_LEASE_DELETE_NAME,
+	PLAN_LEASE_GC,
 	PLAN_COUNT
 } RlPlanId;
 
@@ -98,7 +106,10 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
 		" rate = excluded.rate, period = excluded.period,"
 		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
-		" shards = excluded.shards, start = excluded.start",
+		" shards = excluded.shards, start = excluded.start"
+		" WHERE d.kind" EQ "excluded.kind OR NOT (d.kind" EQ
+		" ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])"
+		" OR excluded.kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[]))",
 		8, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
 		INT4OID, TIMESTAMPTZOID}
 	},
@@ -157,6 +168,37 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" ON d.name" EQ "s.name",
 		0, {InvalidOid}
 	},
+	/* leases: rl_leases exists from version 1.2 on */
+	[PLAN_LEASE_HELD] = {
+		"SELECT COALESCE(pg_catalog.sum(permits), 0)::pg_catalog.int8"
+		" FROM %s.rl_leases WHERE name" EQ "$1 AND key" EQ "$2"
+		" AND released IS NULL AND expires OPERATOR(pg_catalog.>) $3",
+		3, {TEXTOID, TEXTOID, TIMESTAMPTZOID}
+	},
+	[PLAN_LEASE_INSERT] = {
+		"INSERT INTO %s.rl_leases (id, name, key, permits, acquired, expires)"
+		" VALUES (pg_catalog.gen_random_uuid(), $1, $2, $3, $4, $5) RETURNING id",
+		5, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	[PLAN_LEASE_LOOKUP] = {
+		"SELECT released IS NULL AND expires OPERATOR(pg_catalog.>) $2"
+		" FROM %s.rl_leases WHERE id" EQ "$1 FOR UPDATE",
+		2, {UUIDOID, TIMESTAMPTZOID}
+	},
+	[PLAN_LEASE_RELEASE] = {
+		"UPDATE %s.rl_leases SET released = $2 WHERE id" EQ "$1",
+		2, {UUIDOID, TIMESTAMPTZOID}
+	},
+	[PLAN_LEASE_DELETE_NAME] = {
+		"DELETE FROM %s.rl_leases WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
+	[PLAN_LEASE_GC] = {
+		"DELETE FROM %s.rl_leases WHERE id" EQ "ANY (ARRAY("
+		"SELECT id FROM %s.rl_leases WHERE expires OPERATOR(pg_catalog.<=) $1"
+		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
+		2, {TIMESTAMPTZOID, INT8OID}
+	},
 };
 
 /* A scan of every state row that has a definition, a batch at a time. */
@@ -179,6 +221,26 @@ static char plans_nspname[NAMEDATALEN];	/* the name the plans spell */
 static Oid	storage_nspid = InvalidOid;
 static bool spi_open = false;
 
+/* Prepare and keep plan i, for the schema spelled quoted. */
+static void
+prepare_plan(int i, const char *quoted)
+{
+	StringInfoData sql;
+	SPIPlanPtr	plan;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted);
+	plan = SPI_prepare(sql.data, plan_specs[i].nargs,
+					   (Oid *) plan_specs[i].argtypes);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql.data, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	plans[i] = plan;
+	pfree(sql.data);
+}
+
 /*
  * Prepare (once per backend and schema) the plans for schema nspid.  The
  * statements spell the schema's name, so a renamed schema (ALTER SCHEMA
@@ -200,28 +262,27 @@ prepare_plans(Oid nspid)
 
 	for (int i = 0; i < PLAN_COUNT; i++)
 	{
-		StringInfoData sql;
-		SPIPlanPtr	plan;
-
 		if (plans[i])
 		{
 			SPI_freeplan(plans[i]);
 			plans[i] = NULL;
 		}
-		initStringInfo(&sql);
-		appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted);
-		plan = SPI_prepare(sql.data, plan_specs[i].nargs,
-						   (Oid *) plan_specs[i].argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 sql.data, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		plans[i] = plan;
-		pfree(sql.data);
+		if (i < PLAN_CORE_COUNT)
+			prepare_plan(i, quoted);
 	}
 	plans_nspid = nspid;
 	strlcpy(plans_nspname, nspname, NAMEDATALEN);
+}
+
+/*
+ * A plan of the lease statements, prepared on first use: their table is
+ * new in 1.2, and the library also serves databases still at 1.1.
+ */
+static void
+ensure_lease_plan(RlPlanId id)
+{
+	if (plans[id] == NULL)
+		prepare_plan(id, quote_identifier(plans_nspname));
 }
 
 /*
@@ -293,6 +354,8 @@ run_plan_snapshot(RlPlanId id, Datum *values, const char *nulls,
 	int			rc;
 
 	ensure_spi();
+	if (id >= PLAN_CORE_COUNT)
+		ensure_lease_plan(id);
 	if (SPI_tuptable != NULL)
 	{
 		SPI_freetuptable(SPI_tuptable);
@@ -434,8 +497,12 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 	return true;
 }
 
-/* Create or replace a definition from checked rl_policy column values. */
-void
+/*
+ * Create or replace a definition from checked rl_policy column values;
+ * false when it was not replaced because the existing definition is of
+ * another form (a rate and a concurrency limit, or permits and leases).
+ */
+bool
 rl_storage_put_definition(text *name, Datum *values, bool *nulls)
 {
 	Datum		args[RL_POLICY_NATTS + 1];
@@ -449,6 +516,7 @@ rl_storage_put_definition(text *name, Datum *values, bool *nulls)
 		argnulls[i + 1] = nulls[i] ? 'n' : ' ';
 	}
 	run_plan(PLAN_PUT_DEFINITION, args, argnulls, false, SPI_OK_INSERT);
+	return SPI_processed == 1;
 }
 
 /* Delete a definition and all its state; false when there was none. */
@@ -720,4 +788,93 @@ rl_storage_scan_end(RlScan *scan)
 		SPI_freetuptable(scan->batch);
 	SPI_cursor_close(scan->portal);
 	pfree(scan);
+}
+
+/*
+ * The permits a key's leases hold at time now: neither released nor
+ * expired.  Read with a fresh snapshot, whatever the isolation level: the
+ * caller holds the key's lease lock, so every lease taken before it is
+ * committed (or gone) and must be counted.
+ */
+int64
+rl_storage_lease_held(text *name, text *key, TimestampTz now)
+{
+	Datum		args[3] = {PointerGetDatum(name), PointerGetDatum(key),
+	TimestampTzGetDatum(now)};
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	Datum		held;
+
+	run_plan_snapshot(PLAN_LEASE_HELD, args, NULL, false, latest,
+					  SPI_OK_SELECT);
+	UnregisterSnapshot(latest);
+	if (SPI_processed != 1 || !result_column(0, 1, &held))
+		elog(ERROR, "could not count the leases of a concurrency limit");
+	return DatumGetInt64(held);
+}
+
+/* Store a new lease; returns its id (a uuid). */
+Datum
+rl_storage_lease_insert(text *name, text *key, int32 permits,
+						TimestampTz now, TimestampTz expires)
+{
+	Datum		args[5] = {PointerGetDatum(name), PointerGetDatum(key),
+		Int32GetDatum(permits), TimestampTzGetDatum(now),
+	TimestampTzGetDatum(expires)};
+	Datum		id;
+	void	   *copy;
+
+	run_plan(PLAN_LEASE_INSERT, args, NULL, false, SPI_OK_INSERT_RETURNING);
+	if (SPI_processed != 1 || !result_column(0, 1, &id))
+		elog(ERROR, "could not store a lease");
+	/* a uuid is 16 bytes by reference: copy it out of SPI's memory */
+	copy = SPI_palloc(UUID_LEN);
+	memcpy(copy, DatumGetPointer(id), UUID_LEN);
+	return PointerGetDatum(copy);
+}
+
+/*
+ * Release a lease at time now: RL_LEASE_RELEASED when it was held,
+ * RL_LEASE_NOT_HELD when already released or expired (nothing changes),
+ * RL_LEASE_UNKNOWN when no such lease is stored.
+ */
+RlLeaseStatus
+rl_storage_lease_release(Datum id, TimestampTz now)
+{
+	Datum		args[2] = {id, TimestampTzGetDatum(now)};
+	Datum		held;
+
+	run_plan(PLAN_LEASE_LOOKUP, args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return RL_LEASE_UNKNOWN;
+	if (!result_column(0, 1, &held) || !DatumGetBool(held))
+		return RL_LEASE_NOT_HELD;
+	run_plan(PLAN_LEASE_RELEASE, args, NULL, false, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		elog(ERROR, "locked lease vanished before its release");
+	return RL_LEASE_RELEASED;
+}
+
+/* Delete every lease of a name (rl_undefine). */
+void
+rl_storage_lease_delete_name(text *name)
+{
+	Datum		args[1] = {PointerGetDatum(name)};
+
+	run_plan(PLAN_LEASE_DELETE_NAME, args, NULL, false, SPI_OK_DELETE);
+}
+
+/*
+ * Delete up to max_rows leases whose ttl has passed at time now, released
+ * or not, skipping any another transaction has locked; returns how many.
+ * Nothing when the schema has no rl_leases (a database still at 1.1).
+ */
+uint64
+rl_storage_lease_gc(TimestampTz now, uint64 max_rows)
+{
+	Datum		args[2] = {TimestampTzGetDatum(now), Int64GetDatum((int64) max_rows)};
+
+	if (!OidIsValid(get_relname_relid("rl_leases", storage_nspid)))
+		return 0;
+	run_plan(PLAN_LEASE_GC, args, NULL, false, SPI_OK_DELETE);
+	return SPI_processed;
 }

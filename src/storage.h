@@ -11,6 +11,7 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
 #include "storage/itemptr.h"
 
 #include "algebra.h"
@@ -43,13 +44,21 @@ typedef struct RlScanRow
 
 typedef struct RlScan RlScan;
 
+/* What releasing a lease found. */
+typedef enum RlLeaseStatus
+{
+	RL_LEASE_RELEASED,			/* it was held, and now is not */
+	RL_LEASE_NOT_HELD,			/* already released, or expired */
+	RL_LEASE_UNKNOWN			/* no such lease (or rl_gc removed it) */
+} RlLeaseStatus;
+
 extern void rl_storage_begin(Oid nspid);
 extern void rl_storage_begin_writing(Oid nspid, const char *cmdname);
 extern void rl_storage_end(void);
 
 extern Oid	rl_storage_definitions_relid(void);
 extern bool rl_storage_get_definition(text *name, RlPolicy *policy);
-extern void rl_storage_put_definition(text *name, Datum *values,
+extern bool rl_storage_put_definition(text *name, Datum *values,
 									  bool *nulls);
 extern bool rl_storage_delete_definition(text *name);
 
@@ -68,5 +77,12 @@ extern void rl_storage_delete_row(ItemPointer tid);
 extern RlScan *rl_storage_scan_begin(void);
 extern bool rl_storage_scan_next(RlScan *scan, RlScanRow *row);
 extern void rl_storage_scan_end(RlScan *scan);
+
+extern int64 rl_storage_lease_held(text *name, text *key, TimestampTz now);
+extern Datum rl_storage_lease_insert(text *name, text *key, int32 permits,
+									 TimestampTz now, TimestampTz expires);
+extern RlLeaseStatus rl_storage_lease_release(Datum id, TimestampTz now);
+extern void rl_storage_lease_delete_name(text *name);
+extern uint64 rl_storage_lease_gc(TimestampTz now, uint64 max_rows);
 
 #endif							/* RATELIMIT_STORAGE_H */

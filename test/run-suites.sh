@@ -75,6 +75,9 @@ suite examples "$RL_REPO/test/run-examples.sh"
 rl_log "stress test (pgbench, 16 clients)"
 suite stress "$RL_REPO/test/stress/stress.sh"
 
+rl_log "permits stress test (pgbench, 16 clients, a concurrency limit of 4)"
+suite permits-stress "$RL_REPO/test/stress/permits.sh"
+
 rl_log "hostile input at random (targeted calls, sqlsmith)"
 suite fuzz "$RL_REPO/test/fuzz/run.sh"
 

@@ -16,6 +16,11 @@
 #   footprint: bytes per key of the table and its primary key, and the
 #   share of HOT updates over the whole run.
 #
+#   concurrency: one rl_acquire per transaction (a permit in the lock
+#   manager) against one rl_limit and against the alternative design, a
+#   slot row locked FOR UPDATE SKIP LOCKED; and the WAL bytes and
+#   transaction ids each costs per call.
+#
 #   scale-out: through the PL/Proxy router (router.pl).
 source "$(dirname "$0")/../lib.sh"
 here=$RL_REPO/test/bench
@@ -36,6 +41,9 @@ SELECT rl_define('hot16', 'token bucket', 1e9, '1 second', shards => 16);
 SELECT rl_define('keys', 'token bucket', 1e9, '1 second');
 SELECT rl_limit('keys', k) FROM generate_series(1, 100000) AS k;
 SELECT rl_limit('hot16', NULL, 1) FROM generate_series(1, 200);
+SELECT rl_define_concurrency('conc', 4);
+CREATE TABLE bench_slots (key int, slot int, PRIMARY KEY (key, slot));
+INSERT INTO bench_slots SELECT k, s FROM generate_series(1, 100000) AS k, generate_series(0, 3) AS s;
 SQL
 "$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 -f "$here/reference.sql" >/dev/null
 "$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
@@ -98,6 +106,8 @@ for ((round = 0; round < reps; round++)); do
 	measure keys16 tps keys.sql 16
 	measure hot1 tps hot.sql 16 -D limit=hot1
 	measure hot16 tps hot.sql 16 -D limit=hot16
+	measure acquire4 tps acquire.sql 4
+	measure slots4 tps slots.sql 4
 done
 med() {
 	printf '%s\n' ${runs[$1]} | sort -g | sed -n "$(((reps + 1) / 2))p"
@@ -105,6 +115,19 @@ med() {
 bare_ms=$(med bare_ms) limit_ms=$(med limit_ms) plpgsql_ms=$(med plpgsql_ms)
 first_ms=$(med first_ms) bare4=$(med bare4) keys4=$(med keys4)
 keys16=$(med keys16) hot1=$(med hot1) hot16=$(med hot16)
+acquire4=$(med acquire4) slots4=$(med slots4)
+
+# WAL bytes and transaction ids per call: 2,000 calls, one per transaction
+wal_xid() {
+	local before after
+	before=$("$RL_BIN/psql" -X -At -c "SELECT pg_current_wal_insert_lsn() || ' ' || txid_current()")
+	"$RL_BIN/pgbench" -n -M prepared -c 1 -t 2000 -f "$here/$1" postgres >/dev/null 2>&1
+	after=$("$RL_BIN/psql" -X -At -c "SELECT pg_current_wal_insert_lsn() || ' ' || txid_current()")
+	"$RL_BIN/psql" -X -At -c "SELECT round(pg_wal_lsn_diff('${after% *}', '${before% *}') / 2000.0, 1) || ' ' || round((${after#* } - ${before#* } - 1) / 2000.0, 2)"
+}
+read -r wal_limit xid_limit <<<"$(wal_xid keys.sql)"
+read -r wal_acquire xid_acquire <<<"$(wal_xid acquire.sql)"
+read -r wal_slots xid_slots <<<"$(wal_xid slots.sql)"
 
 # HOT share when each transaction updates one key (the end-to-end shape),
 # apart from the one-statement runs above, which rewrite every row of a
@@ -140,6 +163,15 @@ printf '\n%-52s %12s %10s\n' "hot key, 16 clients (median of $reps x ${seconds}s
 printf '%-52s %12.0f %10s\n' "distinct random keys (baseline)" "$keys16" "1.00"
 printf '%-52s %12.0f %10.2f\n' "one global limit, shards => 1" "$hot1" "$(ratio "$hot1" "$keys16")"
 printf '%-52s %12.0f %10.2f\n' "one global limit, shards => 16" "$hot16" "$(ratio "$hot16" "$keys16")"
+
+printf '\n%-52s %12s %10s\n' "concurrency, 4 clients, prepared (median of $reps x ${seconds}s)" "tps" "ratio"
+printf '%-52s %12.0f %10s\n' "rl_limit per transaction (baseline)" "$keys4" "1.00"
+printf '%-52s %12.0f %10.2f\n' "rl_acquire per transaction (lock manager)" "$acquire4" "$(ratio "$acquire4" "$keys4")"
+printf '%-52s %12.0f %10.2f\n' "slot row FOR UPDATE SKIP LOCKED per transaction" "$slots4" "$(ratio "$slots4" "$keys4")"
+printf '%-52s %12s %10s\n' "per call (2,000 calls, one per transaction)" "WAL bytes" "xids"
+printf '%-52s %12s %10s\n' "rl_limit" "$wal_limit" "$xid_limit"
+printf '%-52s %12s %10s\n' "rl_acquire" "$wal_acquire" "$xid_acquire"
+printf '%-52s %12s %10s\n' "slot row FOR UPDATE SKIP LOCKED" "$wal_slots" "$xid_slots"
 
 printf '\n%-52s %12s\n' "footprint and HOT updates" "value"
 printf '%-52s %12s\n' "bytes per key, table + primary key (100,000 keys)" "$footprint"

@@ -23,6 +23,8 @@ $primary->safe_psql('postgres', q{
 	SELECT rl_limit('sb', 'k', 3);
 	SELECT rl_limit('sb_sharded', 'k', 2);
 	SELECT rl_limit('sb_idle', 'gone', 1);
+	SELECT rl_define_concurrency('sb_conc', 2);
+	SELECT rl_define_concurrency('sb_lease', 2, leases => true);
 	CREATE TABLE msgs (user_id text);
 	CREATE TRIGGER enforce BEFORE INSERT ON msgs
 	  FOR EACH ROW EXECUTE FUNCTION rl_enforce('sb', 'user_id');
@@ -46,7 +48,13 @@ my @writes = (
 	[ 'rl_reset', q{SELECT rl_reset('sb', 'k')} ],
 	[ 'rl_define', q{SELECT rl_define('x', 'token bucket', 1, '1 second')} ],
 	[ 'rl_undefine', q{SELECT rl_undefine('sb')} ],
-	[ 'rl_gc, with an idle row', q{SELECT rl_gc()} ],);
+	[ 'rl_gc, with an idle row', q{SELECT rl_gc()} ],
+	[ 'rl_define_concurrency', q{SELECT rl_define_concurrency('y', 1)} ],
+	[ 'rl_lease', q{SELECT rl_lease('sb_lease', 'k', 1, '1 minute')} ],
+	[ 'rl_release',
+		q{SELECT rl_release('00000000-0000-0000-0000-000000000000')} ],
+	# writes nothing, but a standby's permits would not count on the primary
+	[ 'rl_acquire', q{SELECT rl_acquire('sb_conc', 'k')} ],);
 
 for my $direct ('on', 'off')
 {
@@ -59,7 +67,8 @@ for my $direct ('on', 'off')
 			'postgres', "\\set VERBOSITY verbose\n$clock $path $sql",
 			stdout => \$stdout,
 			stderr => \$stderr);
-		like($stderr, qr/ERROR:  25006: cannot execute rl_\w+\(\) in a read-only transaction/,
+		like($stderr,
+			qr/ERROR:  25006: cannot execute rl_\w+\(\) (in a read-only transaction|during recovery)/,
 			"$what on a standby raises 25006 (direct_access = $direct)");
 	}
 

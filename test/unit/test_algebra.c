@@ -253,6 +253,34 @@ run_checks(void)
 	p.has_start = true;
 	expect(rl_policy_problem(&p) != NULL, "start on a token bucket refused");
 
+	/* concurrency limits: a whole number of permits, 1 to 1000, nothing else */
+	{
+		RlPolicy	c = {RL_CONCURRENCY, 0, 0, 5, false, 0, 1, false, 0};
+		RlKind		k;
+
+		expect(rl_policy_problem(&c) == NULL, "5 permits allowed");
+		c.capacity = 1000;
+		expect(rl_policy_problem(&c) == NULL, "1000 permits allowed");
+		c.capacity = 1001;
+		expect(rl_policy_problem(&c) != NULL, "1001 permits refused");
+		c.capacity = 0;
+		expect(rl_policy_problem(&c) != NULL, "0 permits refused");
+		c.capacity = 2.5;
+		expect(rl_policy_problem(&c) != NULL, "a fraction of a permit refused");
+		c.capacity = NAN;
+		expect(rl_policy_problem(&c) != NULL, "NaN permits refused");
+		c.capacity = 2;
+		c.shards = 2;
+		expect(rl_policy_problem(&c) != NULL, "shards on a concurrency limit refused");
+		c.kind = RL_CONCURRENCY_LEASE;
+		c.shards = 1;
+		c.has_start = true;
+		expect(rl_policy_problem(&c) != NULL, "start on a lease limit refused");
+		expect(rl_kind_parse("concurrency lease", &k) && k == RL_CONCURRENCY_LEASE &&
+			   strcmp(rl_kind_name(RL_CONCURRENCY), "concurrency") == 0,
+			   "concurrency kinds parse and print");
+	}
+
 	/* 500 tokens at 1 per 100 years: 50,000 years to fill */
 	p = bucket(1, 36525 * (INT64_C(86400) * SEC) / 10 * 10, 500);
 	expect(rl_policy_problem(&p) != NULL, "a bucket slower than 1000 years to fill refused");
