@@ -15,7 +15,7 @@ EXTENSION = ratelimit
 MODULE_big = ratelimit
 OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/functions.o src/gc.o src/limit.o \
-	src/policy.o src/storage.o src/trigger.o
+	src/policy.o src/stats.o src/storage.o src/trigger.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql
 # The PL/Proxy router script is run on a proxy database, not installed as an
@@ -26,7 +26,7 @@ PGFILEDESC = "ratelimit - transactional rate limits"
 REGRESS = define limit fixed_window reserve keys errors transactions privileges \
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
-	boundaries limit_all_prefixes time_extremes
+	boundaries limit_all_prefixes time_extremes stats
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
