@@ -33,7 +33,7 @@ REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	reservations timeouts limit_all_order shards_skip gc_skip_locked \
 	definition_cache hand_edits definition_races limit_all_prefixes gc_recheck \
-	cache_reset
+	cache_reset stats_waits
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
