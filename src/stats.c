@@ -432,14 +432,19 @@ rl_stats_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+	/*
+	 * Read when the table is made: at server start when preloaded, by the
+	 * first counted call otherwise.  Not PGC_POSTMASTER, which a library
+	 * loaded after startup may not define.
+	 */
 	DefineCustomIntVariable("ratelimit.stats_max_names",
 							"Sets the most limit names rl_stats tracks.",
-							"Calls on further names are counted only in rl_stats_info.untracked_calls.",
+							"Read when the statistics table is created; calls on further names are counted only in rl_stats_info.untracked_calls.",
 							&stats_max_names,
 							1000,
 							10,
 							100000,
-							PGC_POSTMASTER,
+							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
 
