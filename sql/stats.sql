@@ -112,6 +112,19 @@ SELECT rl_stats_reset();
 SELECT rl_stats_reset('st_bucket');
 RESET ROLE;
 SELECT name, calls, granted FROM st;
+-- the README's grant for a monitoring role: the views and their functions
+GRANT SELECT ON rl_stats, rl_stats_info TO regress_ratelimit_stats;
+SET ROLE regress_ratelimit_stats;
+SELECT count(*) FROM rl_stats;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION rl_stats_rows(), rl_stats_info_row() TO regress_ratelimit_stats;
+SET ROLE regress_ratelimit_stats;
+SELECT name, calls FROM rl_stats WHERE datname = current_database();
+SELECT storage IN ('shared memory', 'dsm registry') AS available, names FROM rl_stats_info;
+SELECT rl_stats_reset();
+RESET ROLE;
+REVOKE ALL ON rl_stats, rl_stats_info FROM regress_ratelimit_stats;
+REVOKE ALL ON FUNCTION rl_stats_rows(), rl_stats_info_row() FROM regress_ratelimit_stats;
 DROP ROLE regress_ratelimit_stats;
 
 DROP TABLE st_messages;
