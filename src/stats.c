@@ -57,6 +57,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "clock.h"
 #include "compat.h"
