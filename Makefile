@@ -15,7 +15,7 @@ EXTENSION = ratelimit
 MODULE_big = ratelimit
 OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/concurrency.o src/functions.o src/gc.o src/http.o src/limit.o \
-	src/policy.o src/storage.o src/trigger.o
+	src/policy.o src/stats.o src/storage.o src/trigger.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql
 # The PL/Proxy router script is run on a proxy database, not installed as an
@@ -27,7 +27,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
-	concurrency
+	concurrency stats
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -35,7 +35,7 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	reservations timeouts limit_all_order shards_skip gc_skip_locked \
 	definition_cache hand_edits definition_races limit_all_prefixes gc_recheck \
 	cache_reset gc_definition cache_miss_race refund_race block_race \
-	concurrency
+	concurrency stats_waits
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.

@@ -169,4 +169,41 @@ compat_random_below(uint64 n)
 	return pg_prng_uint64_range(&pg_global_prng_state, 0, n - 1);
 }
 
+/*
+ * Named segments of the DSM registry (17+), for shared memory without
+ * shared_preload_libraries.  In 19 the initialisation callback takes an
+ * argument.  COMPAT_HAS_DSM_REGISTRY says whether the registry exists.
+ */
+#if PG_VERSION_NUM >= 170000
+#include "storage/dsm_registry.h"
+#define COMPAT_HAS_DSM_REGISTRY 1
+
+#if PG_VERSION_NUM >= 190000
+typedef struct CompatDsmInit
+{
+	void		(*init) (void *ptr);
+} CompatDsmInit;
+
+static inline void
+compat_dsm_init_trampoline(void *ptr, void *arg)
+{
+	((CompatDsmInit *) arg)->init(ptr);
+}
+#endif
+
+static inline void *
+compat_get_named_dsm_segment(const char *name, size_t size,
+							 void (*init) (void *ptr), bool *found)
+{
+#if PG_VERSION_NUM >= 190000
+	CompatDsmInit arg = {init};
+
+	return GetNamedDSMSegment(name, size, compat_dsm_init_trampoline, found,
+							  &arg);
+#else
+	return GetNamedDSMSegment(name, size, init, found);
+#endif
+}
+#endif
+
 #endif							/* RATELIMIT_COMPAT_H */

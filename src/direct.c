@@ -61,6 +61,7 @@
 
 #include "compat.h"
 #include "direct.h"
+#include "stats.h"
 
 /* Attribute numbers of rate_limits (name, key, shard, value, ts). */
 #define ATT_VALUE	4
@@ -227,6 +228,23 @@ serialization_failure(void)
 }
 
 /*
+ * Lock the row version at tid FOR UPDATE, as SELECT ... FOR UPDATE locks
+ * it: under READ COMMITTED the newest version of its update chain.
+ */
+static TM_Result
+lock_version(Relation rel, ItemPointer tid, Snapshot snapshot,
+			 TupleTableSlot *slot, LockWaitPolicy policy,
+			 TM_FailureData *tmfd)
+{
+	return table_tuple_lock(rel, tid, snapshot, slot,
+							GetCurrentCommandId(true), LockTupleExclusive,
+							policy,
+							IsolationUsesXactSnapshot() ? 0 :
+							TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							tmfd);
+}
+
+/*
  * Find the row (name, key, shard) of table relid and lock it FOR UPDATE,
  * waiting for another holder when wait, else skipping.  LOCKED fills
  * state and tid; BUSY fills state with the version the snapshot sees.
@@ -277,12 +295,22 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 	/* what the snapshot sees: the answer for a row left busy */
 	slot_state(slot, state, complete);
 	found_tid = slot->tts_tid;
-	result = table_tuple_lock(rel, &found_tid, snapshot, slot,
-							  GetCurrentCommandId(true), LockTupleExclusive,
-							  wait ? LockWaitBlock : LockWaitSkip,
-							  IsolationUsesXactSnapshot() ? 0 :
-							  TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+	if (wait && rl_stats_tracking())
+	{
+		/* a wait is counted and timed only when there is one */
+		result = lock_version(rel, &found_tid, snapshot, slot, LockWaitSkip,
 							  &tmfd);
+		if (result == TM_WouldBlock)
+		{
+			rl_stats_lock_wait_start();
+			result = lock_version(rel, &found_tid, snapshot, slot,
+								  LockWaitBlock, &tmfd);
+			rl_stats_lock_wait_end();
+		}
+	}
+	else
+		result = lock_version(rel, &found_tid, snapshot, slot,
+							  wait ? LockWaitBlock : LockWaitSkip, &tmfd);
 	switch (result)
 	{
 		case TM_Ok:

@@ -37,6 +37,7 @@
 #include "gc.h"
 #include "limit.h"
 #include "policy.h"
+#include "stats.h"
 #include "storage.h"
 
 PG_MODULE_MAGIC;
@@ -100,6 +101,7 @@ _PG_init(void)
 {
 	rl_clock_init();
 	rl_direct_init();
+	rl_stats_init();
 	/* after every ratelimit.* setting is defined */
 	MarkGUCPrefixReserved("ratelimit");
 }
@@ -269,11 +271,13 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	else
 		rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_CONFIG));
-	rl_target_check_count(&target, count, reserve);
 	if (consuming)
 		rl_consume(&target, count, reserve, &answer);
 	else
+	{
+		rl_target_check_count(&target, count, reserve);
 		rl_peek(&target, count, reserve, &answer);
+	}
 	rl_storage_end();
 
 	add_jitter(&target, jitter, &answer);
@@ -545,7 +549,6 @@ rl_limit_all(PG_FUNCTION_ARGS)
 	{
 		CHECK_FOR_INTERRUPTS();
 		rl_target_resolve(&targets[i], NULL);
-		rl_target_check_count(&targets[i], counts[i], reserve);
 	}
 	refused = rl_consume_all(targets, counts, n, reserve, answers);
 	rl_storage_end();

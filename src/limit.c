@@ -29,6 +29,7 @@
 #include "definitions.h"
 #include "limit.h"
 #include "policy.h"
+#include "stats.h"
 #include "storage.h"
 
 /* algebra.h keeps its own copy of timestamptz's range */
@@ -489,6 +490,7 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 			return;
 
 		/* both busy: now wait for the fuller one */
+		rl_stats_both_shards_busy();
 		row.shard = pick[0];
 		if (rl_storage_lock(&row, &held->state[0], &held->tid[0]))
 		{
@@ -532,8 +534,8 @@ hold_rows(const RlTarget *target, double count, RlHeld *held)
  * granted call itself, in one statement; when another transaction creates
  * it first, the call locks that row instead.
  */
-void
-rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
+static void
+consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 {
 	RlRowKey	row = {target->name, target->key, 0};
 	RlHeld		held;
@@ -567,6 +569,64 @@ rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 			return;
 		/* another transaction created the row and committed: lock it */
 	}
+}
+
+/*
+ * Count a decided call in the limit's statistics.  consumed: its tokens
+ * were taken (false for a limit that granted inside an rl_limit_all call
+ * another limit refused).
+ */
+static void
+count_answer(const RlTarget *target, RlStatsCall *call, double count,
+			 const RlAnswer *answer, bool consumed)
+{
+	if (!answer->ok)
+	{
+		rl_stats_record(target->name, call, RL_STATS_REFUSED, rl_clock_now());
+		return;
+	}
+	if (consumed)
+	{
+		call->values[RL_STAT_tokens] = count;
+		if (answer->has_retry)
+		{
+			call->values[RL_STAT_reservations] = 1;
+			call->values[RL_STAT_deepest_reservation] = -answer->remaining;
+		}
+	}
+	rl_stats_record(target->name, call, RL_STATS_GRANTED, rl_clock_now());
+}
+
+/*
+ * Consume count tokens from a limit whose policy is known, refusing a
+ * count it can never grant, and count the call in its statistics: granted,
+ * refused, or an error, whatever raised it.
+ */
+void
+rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
+{
+	RlStatsCall call = {{0}};
+	RlStatsCall *callp = &call;
+
+	if (!rl_stats_tracking())
+	{
+		rl_target_check_count(target, count, reserve);
+		consume_one(target, count, reserve, answer);
+		return;
+	}
+	rl_stats_attribute(callp);
+	PG_TRY();
+	{
+		rl_target_check_count(target, count, reserve);
+		consume_one(target, count, reserve, answer);
+	}
+	PG_CATCH();
+	{
+		rl_stats_record(target->name, callp, RL_STATS_ERROR, rl_clock_now());
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	count_answer(target, callp, count, answer, true);
 }
 
 /* The refilled value of a shard, a missing one counting as full. */
@@ -736,29 +796,22 @@ compare_order(const void *a, const void *b, void *arg)
  * Consume from n limits (at most RL_MAX_LIMITS_PER_CALL), all or nothing.
  * Limits named more than once consume their counts summed.  Returns the
  * index of the refusing limit with the longest retry_after, or -1 when
- * every limit granted.
+ * every limit granted.  calls: where each limit's statistics gather, or
+ * NULL when they are not tracked.
  */
-int
-rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
-			   RlAnswer *answers)
+static int
+consume_all(RlTarget *targets, double *counts, int n, bool reserve,
+			RlAnswer *answers, const int *first, const int *order,
+			RlStatsCall *calls)
 {
-	int		   *order = palloc(sizeof(int) * n);
-	int		   *first = palloc(sizeof(int) * n);	/* index merged into */
 	double	   *total = palloc0(sizeof(double) * n);
 	RlHeld	   *held = palloc(sizeof(RlHeld) * n);
 	int			refused = -1;
 
-	/* canonical order */
 	for (int i = 0; i < n; i++)
-		order[i] = i;
-	qsort_arg(order, n, sizeof(int), compare_order, targets);
-	for (int k = 0; k < n; k++)
 	{
-		int			i = order[k];
-
 		CHECK_FOR_INTERRUPTS();
-		first[i] = (k > 0 && compare_targets(&targets[order[k - 1]], &targets[i]) == 0) ?
-			first[order[k - 1]] : i;
+		rl_target_check_count(&targets[i], counts[i], reserve);
 		total[first[i]] += counts[i];
 	}
 
@@ -771,8 +824,12 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		if (first[i] != i)
 			continue;
 		rl_target_check_count(&targets[i], total[i], reserve);
+		if (calls)
+			rl_stats_attribute(&calls[i]);
 		hold_rows(&targets[i], total[i], &held[i]);
 	}
+	if (calls)
+		rl_stats_attribute(NULL);
 	for (int k = 0; k < n; k++)
 	{
 		int			i = order[k];
@@ -793,8 +850,14 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		CHECK_FOR_INTERRUPTS();
 		if (first[i] != i)
 			answers[i] = answers[first[i]];
-		else if (refused < 0)
-			write_held(&held[i], &answers[i]);
+		else
+		{
+			if (refused < 0)
+				write_held(&held[i], &answers[i]);
+			if (calls)
+				count_answer(&targets[i], &calls[i], total[i], &answers[i],
+							 refused < 0);
+		}
 	}
 	return refused;
 }
@@ -935,4 +998,56 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 	for (int s = 0; s < nshards; s++)
 		total.value += rl_refill(&policy, target->origin, next[s], now).value;
 	return total;
+}
+
+/*
+ * Consume from n limits, all or nothing (see consume_all), and count the
+ * call in each limit's statistics, once per limit however often named: a
+ * limit that refused counts a refusal; one that would have granted counts
+ * a grant, with its tokens only when the whole call was granted; on an
+ * error, every limit of the call counts one.
+ */
+int
+rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
+			   RlAnswer *answers)
+{
+	int		   *order = palloc(sizeof(int) * n);
+	int		   *first = palloc(sizeof(int) * n);	/* index merged into */
+	RlStatsCall *calls;
+	int			refused = -1;
+
+	/* canonical order */
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	qsort_arg(order, n, sizeof(int), compare_order, targets);
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+
+		CHECK_FOR_INTERRUPTS();
+		first[i] = (k > 0 && compare_targets(&targets[order[k - 1]], &targets[i]) == 0) ?
+			first[order[k - 1]] : i;
+	}
+
+	if (!rl_stats_tracking())
+		return consume_all(targets, counts, n, reserve, answers, first, order,
+						   NULL);
+	calls = palloc0(sizeof(RlStatsCall) * n);
+	PG_TRY();
+	{
+		refused = consume_all(targets, counts, n, reserve, answers, first,
+							  order, calls);
+	}
+	PG_CATCH();
+	{
+		TimestampTz now = rl_clock_now();
+
+		for (int i = 0; i < n; i++)
+			if (first[i] == i)
+				rl_stats_record(targets[i].name, &calls[i], RL_STATS_ERROR, now);
+		rl_stats_attribute(NULL);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return refused;
 }

@@ -56,6 +56,7 @@
 
 #include "direct.h"
 #include "policy.h"
+#include "stats.h"
 #include "storage.h"
 
 typedef enum RlPlanId
@@ -609,7 +610,20 @@ rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 		case RL_DIRECT_UNSUPPORTED:
 			break;
 	}
-	return lock_row(PLAN_LOCK, row, state, tid);
+	if (!rl_stats_tracking())
+		return lock_row(PLAN_LOCK, row, state, tid);
+
+	/* a wait is counted and timed only when the row is there and busy */
+	if (lock_row(PLAN_LOCK_SKIP, row, state, tid))
+		return true;
+	rl_stats_lock_wait_start();
+	if (lock_row(PLAN_LOCK, row, state, tid))
+	{
+		rl_stats_lock_wait_end();
+		return true;
+	}
+	rl_stats_lock_wait_cancel();
+	return false;
 }
 
 /*

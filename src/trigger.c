@@ -121,7 +121,6 @@ rl_enforce(PG_FUNCTION_ARGS)
 	rl_storage_begin_writing(get_func_namespace(fcinfo->flinfo->fn_oid),
 							 "rl_enforce()");
 	rl_target_resolve(&target, NULL);
-	rl_target_check_count(&target, count, false);
 	rl_consume(&target, count, false, &answer);
 	rl_storage_end();
 

@@ -20,6 +20,8 @@
 #   manager) against one rl_limit and against the alternative design, a
 #   slot row locked FOR UPDATE SKIP LOCKED; and the WAL bytes and
 #   transaction ids each costs per call.
+#   statistics: the per-call and end-to-end rows again with
+#   ratelimit.track_stats = off, in the same rounds, against on.
 #
 #   scale-out: through the PL/Proxy router (router.pl).
 source "$(dirname "$0")/../lib.sh"
@@ -56,6 +58,11 @@ ms() {
 	"$RL_BIN/psql" -X -At -c "SELECT bench_ms(\$\$$1\$\$)"
 }
 
+# the same with statistics off
+ms_off() {
+	PGOPTIONS="-c ratelimit.track_stats=off" ms "$@"
+}
+
 # the first call for 100,000 keys of a fresh name: first_calls ROUND
 first_calls() {
 	"$RL_BIN/psql" -X -q -c "SELECT rl_define('new$1', 'token bucket', 1e9, '1 second')" >/dev/null
@@ -69,6 +76,11 @@ tps() {
 	"$RL_BIN/pgbench" -n -M prepared -c "$clients" -j 2 -T "$seconds" \
 		-f "$here/$file" "$@" postgres 2>/dev/null |
 		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+}
+
+# the same with statistics off
+tps_off() {
+	PGOPTIONS="-c ratelimit.track_stats=off" tps "$@"
 }
 
 # the median of $reps runs
@@ -99,10 +111,12 @@ measure() {
 for ((round = 0; round < reps; round++)); do
 	measure bare_ms ms "SELECT bench_bare_update(100000)"
 	measure limit_ms ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('keys', k)).ok"
+	measure limit_off_ms ms_off "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('keys', k)).ok"
 	measure plpgsql_ms ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (bench_plpgsql_limit('keys', k::text, 1)).ok"
 	measure first_ms first_calls "$round"
 	measure bare4 tps bare.sql 4
 	measure keys4 tps keys.sql 4
+	measure keys4_off tps_off keys.sql 4
 	measure keys16 tps keys.sql 16
 	measure hot1 tps hot.sql 16 -D limit=hot1
 	measure hot16 tps hot.sql 16 -D limit=hot16
@@ -128,6 +142,14 @@ wal_xid() {
 read -r wal_limit xid_limit <<<"$(wal_xid keys.sql)"
 read -r wal_acquire xid_acquire <<<"$(wal_xid acquire.sql)"
 read -r wal_slots xid_slots <<<"$(wal_xid slots.sql)"
+limit_off_ms=$(med limit_off_ms) keys4_off=$(med keys4_off)
+
+# the lowest and highest of the per-round ratios a / b: spread NAME_A NAME_B
+spread() {
+	paste <(printf '%s\n' ${runs[$1]}) <(printf '%s\n' ${runs[$2]}) |
+		awk '$2 > 0 { r = $1 / $2; if (n++ == 0 || r < lo) lo = r; if (n == 1 || r > hi) hi = r }
+			END { printf "%.2f-%.2f", lo, hi }'
+}
 
 # HOT share when each transaction updates one key (the end-to-end shape),
 # apart from the one-statement runs above, which rewrite every row of a
@@ -172,6 +194,9 @@ printf '%-52s %12s %10s\n' "per call (2,000 calls, one per transaction)" "WAL by
 printf '%-52s %12s %10s\n' "rl_limit" "$wal_limit" "$xid_limit"
 printf '%-52s %12s %10s\n' "rl_acquire" "$wal_acquire" "$xid_acquire"
 printf '%-52s %12s %10s\n' "slot row FOR UPDATE SKIP LOCKED" "$wal_slots" "$xid_slots"
+printf '\n%-52s %12s %10s %10s\n' "statistics on against off (median of $reps)" "on" "off" "on/off"
+printf '%-52s %12.0f %10.0f %10.2f  rounds %s\n' "per call, existing keys (ms; above 1 is slower)" "$limit_ms" "$limit_off_ms" "$(ratio "$limit_ms" "$limit_off_ms")" "$(spread limit_ms limit_off_ms)"
+printf '%-52s %12.0f %10.0f %10.2f  rounds %s\n' "end to end, 4 clients (tps; below 1 is slower)" "$keys4" "$keys4_off" "$(ratio "$keys4" "$keys4_off")" "$(spread keys4 keys4_off)"
 
 printf '\n%-52s %12s\n' "footprint and HOT updates" "value"
 printf '%-52s %12s\n' "bytes per key, table + primary key (100,000 keys)" "$footprint"

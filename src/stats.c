@@ -1,0 +1,736 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *	  Per-limit statistics: cumulative counters in shared memory, one entry
+ *	  per (database, limit name), read through the view rl_stats.
+ *
+ * Where the counters live depends on how the library was loaded:
+ *
+ * - shared_preload_libraries = 'ratelimit' (any major): in the main shared
+ *   memory segment, sized at postmaster start.  The postmaster writes them
+ *   to pg_stat/ratelimit.stat when it exits cleanly and reads (then
+ *   removes) that file at the next start, as pg_stat_statements does; after
+ *   a crash, or an immediate shutdown, they start from zero.
+ * - Not preloaded, PostgreSQL 17 and later: in a segment of the DSM
+ *   registry, created by the first backend that counts a call.  It lives
+ *   until the server stops; nothing is written at shutdown, since no
+ *   process of ours runs in the postmaster.
+ * - Not preloaded, PostgreSQL 15 and 16: nowhere.  Calls are not counted,
+ *   and rl_stats is empty with a NOTICE saying why.
+ *
+ * Counters are statistics, not transactional state: a call is counted
+ * when it ends, whether its transaction later commits or rolls back.
+ *
+ * Concurrency.  One spinlock guards the whole table.  A call holds it to
+ * find its entry (an open-addressing hash of entry numbers), add its
+ * deltas and let go: a few hundred instructions, no allocation, no I/O.
+ * Entries are never removed one by one (rl_stats_reset(name) zeroes
+ * them), only all together by rl_stats_reset(), so an entry number stays
+ * valid as long as the lock is held.  At most ratelimit.stats_max_names
+ * entries exist; a call on a further name is not counted for its name,
+ * only in untracked_calls (rl_stats_info).
+ *
+ * Lock waits are measured where a call can wait for a row lock: storage.c
+ * first tries the lock without waiting, and only when that would block
+ * calls rl_stats_lock_wait_start, then waits, then rl_stats_lock_wait_end.
+ * The call in progress says, through rl_stats_attribute, which limit its
+ * waits belong to.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "access/htup_details.h"
+#include "common/hashfn.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "clock.h"
+#include "compat.h"
+#include "limit.h"
+#include "stats.h"
+
+PG_FUNCTION_INFO_V1(rl_stats_rows);
+PG_FUNCTION_INFO_V1(rl_stats_info);
+PG_FUNCTION_INFO_V1(rl_stats_reset);
+
+#define STATS_DUMP_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit.stat"
+#define STATS_FILE_MAGIC 0x524c5331 /* "RLS1" */
+#define STATS_DSM_NAME "ratelimit_stats"
+#define STATS_DSM_SIZE_NAME "ratelimit_stats_size"
+
+/* One (database, name) and its counters. */
+typedef struct RlStatsEntry
+{
+	Oid			dbid;
+	int32		name_len;
+	char		name[RL_MAX_NAME_BYTES];
+	double		values[RL_STAT_COUNT];
+	bool		has_refusal;
+	TimestampTz last_refusal;
+	TimestampTz stats_reset;
+} RlStatsEntry;
+
+/*
+ * The table, followed in memory by nslots int32 slots (an entry number,
+ * or -1 for none) and max_names entries.
+ */
+typedef struct RlStatsShared
+{
+	slock_t		mutex;
+	int32		max_names;
+	int32		nslots;			/* a power of two, at least 2 * max_names */
+	int32		used;			/* entries 0 .. used - 1 are in use */
+	int64		untracked_calls;
+	TimestampTz stats_reset;
+} RlStatsShared;
+
+/* Where the counters live (see the top of the file). */
+typedef enum RlStatsStorage
+{
+	STATS_NONE,
+	STATS_SHMEM,
+	STATS_DSM
+} RlStatsStorage;
+
+static const char *const storage_names[] = {
+	[STATS_NONE] = "unavailable",
+	[STATS_SHMEM] = "shared memory",
+	[STATS_DSM] = "dsm registry",
+};
+
+static bool track_stats = true;
+static int	stats_max_names = 1000;
+
+static RlStatsStorage storage = STATS_NONE;
+static RlStatsShared *shared = NULL;
+static bool notice_given = false;
+
+/* The call in progress: whom its waits belong to, and a wait under way. */
+static RlStatsCall *attributed = NULL;
+static bool waiting = false;
+static instr_time wait_start;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static int32 *
+table_slots(RlStatsShared *s)
+{
+	return (int32 *) ((char *) s + MAXALIGN(sizeof(RlStatsShared)));
+}
+
+static RlStatsEntry *
+table_entries(RlStatsShared *s)
+{
+	return (RlStatsEntry *) ((char *) table_slots(s) +
+							 MAXALIGN(sizeof(int32) * s->nslots));
+}
+
+/* The number of hash slots for max_names entries. */
+static int32
+slots_for(int32 max_names)
+{
+	int32		n = 1;
+
+	while (n < 2 * max_names)
+		n <<= 1;
+	return n;
+}
+
+/* The bytes of a table of max_names entries. */
+static Size
+table_size(int32 max_names)
+{
+	Size		size = MAXALIGN(sizeof(RlStatsShared));
+
+	size = add_size(size, MAXALIGN(mul_size(sizeof(int32), slots_for(max_names))));
+	return add_size(size, mul_size(sizeof(RlStatsEntry), max_names));
+}
+
+/* An empty table, counting from now. */
+static void
+table_init(RlStatsShared *s, int32 max_names)
+{
+	SpinLockInit(&s->mutex);
+	s->max_names = max_names;
+	s->nslots = slots_for(max_names);
+	s->used = 0;
+	s->untracked_calls = 0;
+	s->stats_reset = rl_clock_now();
+	memset(table_slots(s), 0xff, sizeof(int32) * s->nslots);
+}
+
+/* Forget every entry (the mutex held, or no one else attached). */
+static void
+table_clear(RlStatsShared *s, TimestampTz now)
+{
+	s->used = 0;
+	s->untracked_calls = 0;
+	s->stats_reset = now;
+	memset(table_slots(s), 0xff, sizeof(int32) * s->nslots);
+}
+
+static uint32
+entry_hash(Oid dbid, const char *name, int len)
+{
+	return hash_combine(hash_bytes_uint32(dbid),
+						hash_bytes((const unsigned char *) name, len));
+}
+
+/*
+ * The entry of (dbid, name), created when create and there is room; -1
+ * when there is none.  The mutex must be held.
+ */
+static int32
+table_find(RlStatsShared *s, Oid dbid, const char *name, int len,
+		   uint32 hash, bool create, TimestampTz now)
+{
+	int32	   *slots = table_slots(s);
+	RlStatsEntry *entries = table_entries(s);
+	uint32		mask = (uint32) s->nslots - 1;
+
+	for (uint32 i = hash & mask;; i = (i + 1) & mask)
+	{
+		int32		e = slots[i];
+		RlStatsEntry *entry;
+
+		if (e < 0)
+		{
+			if (!create || s->used >= s->max_names)
+				return -1;
+			e = s->used++;
+			entry = &entries[e];
+			memset(entry, 0, sizeof(RlStatsEntry));
+			entry->dbid = dbid;
+			entry->name_len = len;
+			memcpy(entry->name, name, len);
+			entry->stats_reset = now;
+			slots[i] = e;
+			return e;
+		}
+		entry = &entries[e];
+		if (entry->dbid == dbid && entry->name_len == len &&
+			memcmp(entry->name, name, len) == 0)
+			return e;
+	}
+}
+
+/* Put an entry read back from the dump file into the table. */
+static void
+table_restore(RlStatsShared *s, const RlStatsEntry *saved)
+{
+	int32		e;
+
+	if (saved->name_len <= 0 || saved->name_len > RL_MAX_NAME_BYTES)
+		return;
+	e = table_find(s, saved->dbid, saved->name, saved->name_len,
+				   entry_hash(saved->dbid, saved->name, saved->name_len),
+				   true, saved->stats_reset);
+	if (e >= 0)
+		table_entries(s)[e] = *saved;
+}
+
+/*
+ * Write the table to the dump file: the postmaster, exiting cleanly
+ * (code 0).  Every backend is gone by then, so no lock is needed.
+ */
+static void
+stats_shmem_shutdown(int code, Datum arg)
+{
+	FILE	   *file;
+	uint32		header[3] = {STATS_FILE_MAGIC, RL_STAT_COUNT, sizeof(RlStatsEntry)};
+
+	if (code != 0 || shared == NULL)
+		return;
+	file = AllocateFile(STATS_DUMP_FILE ".tmp", PG_BINARY_W);
+	if (file == NULL)
+		goto error;
+	if (fwrite(header, sizeof(header), 1, file) != 1 ||
+		fwrite(&shared->untracked_calls, sizeof(int64), 1, file) != 1 ||
+		fwrite(&shared->stats_reset, sizeof(TimestampTz), 1, file) != 1 ||
+		fwrite(&shared->used, sizeof(int32), 1, file) != 1 ||
+		(shared->used > 0 &&
+		 fwrite(table_entries(shared), sizeof(RlStatsEntry), shared->used,
+				file) != (size_t) shared->used))
+		goto error;
+	if (FreeFile(file))
+	{
+		file = NULL;
+		goto error;
+	}
+	(void) durable_rename(STATS_DUMP_FILE ".tmp", STATS_DUMP_FILE, LOG);
+	return;
+
+error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", STATS_DUMP_FILE ".tmp")));
+	if (file)
+		FreeFile(file);
+	unlink(STATS_DUMP_FILE ".tmp");
+}
+
+/*
+ * Read back what the last clean shutdown wrote, then remove the file, so
+ * that a crash later never brings back counters older than the crash.
+ */
+static void
+stats_load(RlStatsShared *s)
+{
+	FILE	   *file = AllocateFile(STATS_DUMP_FILE, PG_BINARY_R);
+	uint32		header[3];
+	int64		untracked;
+	TimestampTz reset;
+	int32		n;
+
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", STATS_DUMP_FILE)));
+		return;
+	}
+	if (fread(header, sizeof(header), 1, file) != 1 ||
+		header[0] != STATS_FILE_MAGIC || header[1] != RL_STAT_COUNT ||
+		header[2] != sizeof(RlStatsEntry) ||
+		fread(&untracked, sizeof(int64), 1, file) != 1 ||
+		fread(&reset, sizeof(TimestampTz), 1, file) != 1 ||
+		fread(&n, sizeof(int32), 1, file) != 1)
+	{
+		ereport(LOG,
+				(errmsg("ignoring ratelimit statistics file \"%s\": it was written by another version",
+						STATS_DUMP_FILE)));
+		goto done;
+	}
+	s->untracked_calls = untracked;
+	s->stats_reset = reset;
+	for (int32 i = 0; i < n; i++)
+	{
+		RlStatsEntry saved;
+
+		if (fread(&saved, sizeof(RlStatsEntry), 1, file) != 1)
+		{
+			ereport(LOG,
+					(errmsg("ratelimit statistics file \"%s\" is truncated",
+							STATS_DUMP_FILE)));
+			break;
+		}
+		table_restore(s, &saved);
+	}
+	if (n > s->max_names)
+		ereport(LOG,
+				(errmsg("ratelimit statistics of %d limit names were not restored",
+						n - s->max_names),
+				 errdetail("ratelimit.stats_max_names is %d.", s->max_names)));
+done:
+	FreeFile(file);
+	unlink(STATS_DUMP_FILE);
+}
+
+/* shmem_request_hook: room for the table in the main segment. */
+static void
+stats_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(table_size(stats_max_names));
+}
+
+/*
+ * shmem_startup_hook: the table, created and filled from the dump file in
+ * the postmaster (at start and after a crash), found in other processes.
+ */
+static void
+stats_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("ratelimit statistics",
+							 table_size(stats_max_names), &found);
+	if (!found)
+		table_init(shared, stats_max_names);
+	LWLockRelease(AddinShmemInitLock);
+	if (!IsUnderPostmaster)
+	{
+		on_shmem_exit(stats_shmem_shutdown, (Datum) 0);
+		if (!found)
+			stats_load(shared);
+	}
+}
+
+#ifdef COMPAT_HAS_DSM_REGISTRY
+/*
+ * Without preloading, the table's size is fixed by the first backend that
+ * creates it, in a segment of its own: ratelimit.stats_max_names can
+ * differ in a backend started after a reload, and every backend must ask
+ * for the size the table segment has.
+ */
+static int32 dsm_max_names;
+
+static void
+init_dsm_size(void *ptr)
+{
+	*(int32 *) ptr = stats_max_names;
+}
+
+static void
+init_dsm_table(void *ptr)
+{
+	table_init(ptr, dsm_max_names);
+}
+#endif
+
+/* The table, attached if needed; NULL when statistics are unavailable. */
+static RlStatsShared *
+stats_table(void)
+{
+#ifdef COMPAT_HAS_DSM_REGISTRY
+	if (shared == NULL && storage == STATS_DSM)
+	{
+		bool		found;
+		int32	   *size;
+
+		size = compat_get_named_dsm_segment(STATS_DSM_SIZE_NAME,
+											sizeof(int32), init_dsm_size,
+											&found);
+		dsm_max_names = *size;
+		shared = compat_get_named_dsm_segment(STATS_DSM_NAME,
+											  table_size(dsm_max_names),
+											  init_dsm_table, &found);
+	}
+#endif
+	return shared;
+}
+
+/* Define the settings and find where the counters live; from _PG_init. */
+void
+rl_stats_init(void)
+{
+	DefineCustomBoolVariable("ratelimit.track_stats",
+							 "Counts calls per limit name in rl_stats.",
+							 NULL,
+							 &track_stats,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+	/*
+	 * Read when the table is made: at server start when preloaded, by the
+	 * first counted call otherwise.  Not PGC_POSTMASTER, which a library
+	 * loaded after startup may not define.
+	 */
+	DefineCustomIntVariable("ratelimit.stats_max_names",
+							"Sets the most limit names rl_stats tracks.",
+							"Read when the statistics table is created; calls on further names are counted only in rl_stats_info.untracked_calls.",
+							&stats_max_names,
+							1000,
+							10,
+							100000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	if (process_shared_preload_libraries_in_progress)
+	{
+		storage = STATS_SHMEM;
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = stats_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = stats_shmem_startup;
+	}
+#ifdef COMPAT_HAS_DSM_REGISTRY
+	else
+		storage = STATS_DSM;
+#endif
+}
+
+/* Whether calls are being counted. */
+bool
+rl_stats_tracking(void)
+{
+	return track_stats && storage != STATS_NONE;
+}
+
+/*
+ * The call in progress counts its waits into call from now on (NULL:
+ * nowhere).  Attaches the table, so that counting at the end of a call,
+ * possibly in an error, never has to.
+ */
+void
+rl_stats_attribute(RlStatsCall *call)
+{
+	if (call != NULL && stats_table() == NULL)
+		call = NULL;
+	attributed = call;
+	waiting = false;
+}
+
+/* The call is about to wait for a row lock. */
+void
+rl_stats_lock_wait_start(void)
+{
+	if (attributed == NULL)
+		return;
+	attributed->values[RL_STAT_lock_waits] += 1;
+	INSTR_TIME_SET_CURRENT(wait_start);
+	waiting = true;
+}
+
+/* Add the time of the wait under way, if any, in milliseconds. */
+static void
+end_wait(void)
+{
+	instr_time	elapsed;
+
+	if (!waiting || attributed == NULL)
+		return;
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, wait_start);
+	attributed->values[RL_STAT_lock_wait_time] += INSTR_TIME_GET_MILLISEC(elapsed);
+	waiting = false;
+}
+
+/* The call holds the row lock it waited for. */
+void
+rl_stats_lock_wait_end(void)
+{
+	end_wait();
+}
+
+/* The lock the call was about to wait for turned out to be no row at all. */
+void
+rl_stats_lock_wait_cancel(void)
+{
+	if (!waiting || attributed == NULL)
+		return;
+	attributed->values[RL_STAT_lock_waits] -= 1;
+	waiting = false;
+}
+
+/* A sharded call found both shards it picked busy. */
+void
+rl_stats_both_shards_busy(void)
+{
+	if (attributed != NULL)
+		attributed->values[RL_STAT_both_shards_busy] += 1;
+}
+
+/*
+ * Add what one call did to one limit to the limit's counters, at time
+ * now.  Safe in an error path: it neither allocates nor raises.
+ */
+void
+rl_stats_record(text *name, RlStatsCall *call, RlStatsOutcome outcome,
+				TimestampTz now)
+{
+	RlStatsShared *s = shared;
+	const char *data = VARDATA_ANY(name);
+	int			len = VARSIZE_ANY_EXHDR(name);
+	uint32		hash;
+	int32		e;
+
+	if (attributed == call)
+	{
+		end_wait();
+		attributed = NULL;
+	}
+	if (s == NULL || len <= 0 || len > RL_MAX_NAME_BYTES)
+		return;
+	call->values[RL_STAT_calls] = 1;
+	switch (outcome)
+	{
+		case RL_STATS_GRANTED:
+			call->values[RL_STAT_granted] = 1;
+			break;
+		case RL_STATS_REFUSED:
+			call->values[RL_STAT_refused] = 1;
+			call->refused = true;
+			break;
+		case RL_STATS_ERROR:
+			call->values[RL_STAT_errors] = 1;
+			break;
+	}
+	hash = entry_hash(MyDatabaseId, data, len);
+
+	SpinLockAcquire(&s->mutex);
+	e = table_find(s, MyDatabaseId, data, len, hash, true, now);
+	if (e < 0)
+		s->untracked_calls++;
+	else
+	{
+		RlStatsEntry *entry = &table_entries(s)[e];
+
+#define RL_STAT_ADD_COUNT(id) entry->values[id] += call->values[id]
+#define RL_STAT_ADD_SUM(id) entry->values[id] += call->values[id]
+#define RL_STAT_ADD_MAX(id) entry->values[id] = Max(entry->values[id], call->values[id])
+#define RL_STAT_ADD(name, kind) RL_STAT_ADD_##kind(RL_STAT_##name);
+		RL_STATS_COUNTERS(RL_STAT_ADD)
+#undef RL_STAT_ADD
+		if (call->refused)
+		{
+			entry->has_refusal = true;
+			entry->last_refusal = now;
+		}
+	}
+	SpinLockRelease(&s->mutex);
+}
+
+/* Say once per session why there are no statistics. */
+static void
+notice_unavailable(void)
+{
+	if (notice_given)
+		return;
+	notice_given = true;
+	ereport(NOTICE,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("ratelimit statistics are not available"),
+			 errdetail("On PostgreSQL 15 and 16 they need shared_preload_libraries = 'ratelimit'."),
+			 errhint("Add ratelimit to shared_preload_libraries and restart the server.")));
+}
+
+/* rl_stats_rows(): one row per (database, name) tracked. */
+Datum
+rl_stats_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RlStatsShared *s = stats_table();
+	int32		used;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (s == NULL)
+	{
+		notice_unavailable();
+		return (Datum) 0;
+	}
+	SpinLockAcquire(&s->mutex);
+	used = s->used;
+	SpinLockRelease(&s->mutex);
+
+	for (int32 e = 0; e < used; e++)
+	{
+		RlStatsEntry entry;
+		Datum		values[RL_STAT_COUNT + 4];
+		bool		nulls[RL_STAT_COUNT + 4] = {false};
+		int			col = 0;
+
+		/* a reset may have emptied the table meanwhile */
+		SpinLockAcquire(&s->mutex);
+		if (e >= s->used)
+		{
+			SpinLockRelease(&s->mutex);
+			break;
+		}
+		entry = table_entries(s)[e];
+		SpinLockRelease(&s->mutex);
+
+		values[col++] = ObjectIdGetDatum(entry.dbid);
+		values[col++] = PointerGetDatum(cstring_to_text_with_len(entry.name,
+																 entry.name_len));
+#define RL_STAT_OUT_COUNT(id) Int64GetDatum((int64) entry.values[id])
+#define RL_STAT_OUT_SUM(id) Float8GetDatum(entry.values[id])
+#define RL_STAT_OUT_MAX(id) Float8GetDatum(entry.values[id])
+#define RL_STAT_OUT(name, kind) values[col++] = RL_STAT_OUT_##kind(RL_STAT_##name);
+		RL_STATS_COUNTERS(RL_STAT_OUT)
+#undef RL_STAT_OUT
+		nulls[col] = !entry.has_refusal;
+		values[col++] = TimestampTzGetDatum(entry.last_refusal);
+		values[col++] = TimestampTzGetDatum(entry.stats_reset);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * rl_stats_info(): where the counters live, the bound on names, how many
+ * are tracked, calls on names past the bound, and when rl_stats_reset()
+ * last emptied the table (or it was created).
+ */
+Datum
+rl_stats_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	RlStatsShared *s = stats_table();
+	Datum		values[5];
+	bool		nulls[5] = {false, true, true, true, true};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = CStringGetTextDatum(storage_names[s ? storage : STATS_NONE]);
+	if (s != NULL)
+	{
+		SpinLockAcquire(&s->mutex);
+		values[1] = Int32GetDatum(s->max_names);
+		values[2] = Int32GetDatum(s->used);
+		values[3] = Int64GetDatum(s->untracked_calls);
+		values[4] = TimestampTzGetDatum(s->stats_reset);
+		SpinLockRelease(&s->mutex);
+		nulls[1] = nulls[2] = nulls[3] = nulls[4] = false;
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * rl_stats_reset(name): zero one name's counters in this database, or,
+ * for NULL, forget every entry of every database.
+ */
+Datum
+rl_stats_reset(PG_FUNCTION_ARGS)
+{
+	RlStatsShared *s = stats_table();
+	TimestampTz now = rl_clock_now();
+
+	if (s == NULL)
+	{
+		notice_unavailable();
+		PG_RETURN_VOID();
+	}
+	if (PG_ARGISNULL(0))
+	{
+		SpinLockAcquire(&s->mutex);
+		table_clear(s, now);
+		SpinLockRelease(&s->mutex);
+	}
+	else
+	{
+		text	   *name = PG_GETARG_TEXT_PP(0);
+		const char *data = VARDATA_ANY(name);
+		int			len = VARSIZE_ANY_EXHDR(name);
+		uint32		hash = entry_hash(MyDatabaseId, data, len);
+		int32		e;
+
+		if (len <= 0 || len > RL_MAX_NAME_BYTES)
+			PG_RETURN_VOID();
+		SpinLockAcquire(&s->mutex);
+		e = table_find(s, MyDatabaseId, data, len, hash, false, now);
+		if (e >= 0)
+		{
+			RlStatsEntry *entry = &table_entries(s)[e];
+
+			memset(entry->values, 0, sizeof(entry->values));
+			entry->has_refusal = false;
+			entry->stats_reset = now;
+		}
+		SpinLockRelease(&s->mutex);
+	}
+	PG_RETURN_VOID();
+}
