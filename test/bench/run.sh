@@ -17,6 +17,9 @@
 #   share of HOT updates over the whole run.
 #
 #   scale-out: through the PL/Proxy router (router.pl).
+#
+#   against rate-limiter-flexible and Redis, with fsync and
+#   synchronous_commit on: external/run.sh (also make bench-external).
 source "$(dirname "$0")/../lib.sh"
 here=$RL_REPO/test/bench
 reps=${RL_BENCH_REPS:-3}
@@ -158,3 +161,7 @@ pgxs=$(dirname "$RL_BIN")/lib/pgxs
 	PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
 	RL_BENCH_REPS="$reps" RL_BENCH_SECONDS="$seconds" \
 	perl -I "$pgxs/src/test/perl" "$here/router.pl" 2>/dev/null | grep -v '^\(ok\|1\.\.\)')
+
+# Against rate-limiter-flexible and Redis: a cluster of its own, durable.
+rl_stop_quietly
+RL_BENCH_INSTALLED=1 "$here/external/run.sh"
