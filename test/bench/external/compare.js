@@ -364,7 +364,7 @@ async function measure(open, clients, expect) {
 const shapes = [
   {
     id: 'alone',
-    title: `limiter alone, random keys among ${KEYS.toLocaleString('en')}`,
+    title: `limiter alone, random keys of ${KEYS.toLocaleString('en')}`,
     expect: 'granted',
     rows: [
       ['rlf', 'rate-limiter-flexible consume (baseline)', rlf(RLF.keys, () => randomKey(KEYS))],
@@ -385,7 +385,7 @@ const shapes = [
   },
   {
     id: 'app',
-    title: 'application shape: limit, then INSERT a row',
+    title: 'application: limit, then INSERT a row',
     expect: 'granted',
     rows: [
       ['rlf', 'rate-limiter-flexible consume; INSERT (baseline)', appShapes.rlf],
@@ -406,7 +406,7 @@ const shapes = [
 
 const redisShape = {
   id: 'redis',
-  title: `Redis, random keys among ${REDIS_KEYS.toLocaleString('en')}`,
+  title: `Redis, random keys of ${REDIS_KEYS.toLocaleString('en')}`,
   expect: 'granted',
   rows: [
     ...[['everysec', 'Redis Lua bucket, AOF everysec (baseline)'], ['always', 'Redis Lua bucket, AOF always'],
@@ -450,14 +450,14 @@ const lpad = (s, n) => String(s).padStart(n);
 const fmt = (x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d));
 
 function printShape(shape, results, clientsList) {
-  console.log(`\n${pad(`${shape.title} (median of ${ROUNDS} x ${SECONDS}s)`, 56)}${lpad('clients', 8)}${lpad('calls/s', 10)}` +
+  console.log(`\n${pad(`${shape.title}, median of ${ROUNDS} x ${SECONDS}s`, 60)}${lpad('clients', 8)}${lpad('calls/s', 10)}` +
     `${lpad('p50 ms', 9)}${lpad('p99 ms', 9)}${lpad(shape.id === 'redis' ? 'log B' : 'WAL B', 8)}${lpad('ratio', 7)}`);
   for (const c of clientsList) {
     const base = median(results[shape.id][shape.rows[0][0]][c].map((r) => r.tps));
     for (const [id, label] of shape.rows) {
       const rs = results[shape.id][id][c];
       const tps = median(rs.map((r) => r.tps));
-      console.log(`${pad(label, 56)}${lpad(c, 8)}${lpad(fmt(tps), 10)}${lpad(fmt(median(rs.map((r) => r.p50)), 2), 9)}` +
+      console.log(`${pad(label, 60)}${lpad(c, 8)}${lpad(fmt(tps), 10)}${lpad(fmt(median(rs.map((r) => r.p50)), 2), 9)}` +
         `${lpad(fmt(median(rs.map((r) => r.p99)), 2), 9)}${lpad(fmt(median(rs.map((r) => r.logPerCall))), 8)}` +
         `${lpad(fmt(tps / base, 2), 7)}`);
     }
@@ -516,11 +516,11 @@ async function main() {
   for (const sh of all) printShape(sh, results, sh.id === 'redis' ? [REDIS_CLIENTS] : CLIENTS);
 
   const verdict = (n) => `${n} granted${n === RACE_TOKENS ? ' (correct)' : ' (WRONG)'}`;
-  console.log(`\n${pad(`race: ${RACE_CLIENTS} clients, ${RACE_ATTEMPTS} calls on one fresh key holding ${RACE_TOKENS} tokens`, 80)}`);
-  console.log(`${pad('rate-limiter-flexible consume', 56)}${verdict(rlfRace)}`);
-  console.log(`${pad('rl_limit', 56)}${verdict(rlRace)}`);
-  console.log(`${pad('INSERT ... WHERE (rl_limit(...)).ok', 56)}${verdict(rlStmtRace)}, ${rlStmtRows} rows`);
-  if (redisRace !== null) console.log(`${pad('Redis Lua bucket', 56)}${verdict(redisRace)}`);
+  console.log(`\nrace: ${RACE_CLIENTS} clients, ${RACE_ATTEMPTS} calls on one fresh key holding ${RACE_TOKENS} tokens`);
+  console.log(`${pad('rate-limiter-flexible consume', 60)}${verdict(rlfRace)}`);
+  console.log(`${pad('rl_limit', 60)}${verdict(rlRace)}`);
+  console.log(`${pad('INSERT ... WHERE (rl_limit(...)).ok', 60)}${verdict(rlStmtRace)}, ${rlStmtRows} rows`);
+  if (redisRace !== null) console.log(`${pad('Redis Lua bucket', 60)}${verdict(redisRace)}`);
 
   // the figures issue 17 sets targets for, at 8 clients
   const at8 = (sh, id) => {
