@@ -6,6 +6,9 @@
 #               host's directly, the others in Debian roots, as root);
 #               make test PG=18 runs one major; non-zero on failure
 #   make bench  a throwaway cluster and the benchmarks, printed as one table
+#   make bench-external  only its last section: rl_limit against
+#               rate-limiter-flexible and Redis (installs Node packages and
+#               redis-tools for itself; make test needs none of it)
 #
 # Packagers: plain `make && make install` (PG_CONFIG=...) builds against any
 # pg_config, and `make installcheck` runs the regression suites against a
@@ -49,7 +52,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench
+.PHONY: run stop test unit bench bench-external
 run:
 	test/run-demo.sh
 
@@ -61,6 +64,9 @@ test:
 
 bench:
 	test/bench/run.sh
+
+bench-external:
+	test/bench/external/run.sh
 
 unit: test/unit/test_algebra
 	test/unit/test_algebra

@@ -35,12 +35,13 @@ rl_as_server() {
 	fi
 }
 
-# Install the Debian packages the build and tests need, when missing.  In a
-# Debian root of another major (test/majors/) they were installed with it.
+# Install the Debian packages the build and tests need (or the ones named,
+# as rl_ensure_packages redis-tools), when missing.  In a Debian root of
+# another major (test/majors/) they were installed with it.
 rl_ensure_packages() {
 	[ -n "${RL_IN_ROOT:-}" ] && return 0
 	local missing=()
-	for p in $RL_PACKAGES; do
+	for p in ${*:-$RL_PACKAGES}; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0

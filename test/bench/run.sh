@@ -24,6 +24,9 @@
 #   ratelimit.track_stats = off, in the same rounds, against on.
 #
 #   scale-out: through the PL/Proxy router (router.pl).
+#
+#   against rate-limiter-flexible and Redis, with fsync and
+#   synchronous_commit on: external/run.sh (also make bench-external).
 source "$(dirname "$0")/../lib.sh"
 here=$RL_REPO/test/bench
 reps=${RL_BENCH_REPS:-3}
@@ -215,3 +218,7 @@ pgxs=$(dirname "$RL_BIN")/lib/pgxs
 	PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
 	RL_BENCH_REPS="$reps" RL_BENCH_SECONDS="$seconds" \
 	perl -I "$pgxs/src/test/perl" "$here/router.pl" 2>/dev/null | grep -v '^\(ok\|1\.\.\)')
+
+# Against rate-limiter-flexible and Redis: a cluster of its own, durable.
+rl_stop_quietly
+RL_BENCH_INSTALLED=1 "$here/external/run.sh"
