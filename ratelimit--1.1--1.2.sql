@@ -202,11 +202,16 @@ ALTER TABLE @extschema@.rl_definitions
 	DROP CONSTRAINT rl_definitions_kind_check,
 	ADD CONSTRAINT rl_definitions_kind_check CHECK (
 		CASE WHEN kind OPERATOR(pg_catalog.=) ANY (ARRAY['concurrency', 'concurrency lease'])
-		THEN rate IS NULL AND period IS NULL AND max_reserved IS NULL
+		THEN rate IS NULL AND period IS NULL
 			AND shards OPERATOR(pg_catalog.=) 1 AND start IS NULL
 			AND capacity OPERATOR(pg_catalog.>=) 1
 			AND capacity OPERATOR(pg_catalog.<=) 1000
 			AND capacity OPERATOR(pg_catalog.=) pg_catalog.trunc(capacity)
+			-- permits lowered: the highest number they had (slots in use)
+			AND (max_reserved IS NULL OR (kind OPERATOR(pg_catalog.=) 'concurrency'
+				AND max_reserved OPERATOR(pg_catalog.>) capacity
+				AND max_reserved OPERATOR(pg_catalog.<=) 1000
+				AND max_reserved OPERATOR(pg_catalog.=) pg_catalog.trunc(max_reserved)))
 		ELSE kind OPERATOR(pg_catalog.=) ANY (ARRAY['token bucket', 'fixed window'])
 			AND rate IS NOT NULL AND period IS NOT NULL
 		END);

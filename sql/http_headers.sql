@@ -73,5 +73,9 @@ SELECT rl_headers('api', ROW(NULL, NULL, 1, '00:00:01')::rl_result);
 SELECT rl_headers('api', ROW(true, NULL, NULL, '00:00:01')::rl_result);
 SELECT rl_headers('api', ROW(true, NULL, 1, NULL)::rl_result);
 
+-- less than one token per period: one token per the time it takes, never q=0
+SELECT rl_define('half', 'token bucket', 0.5, '1 second');
+SELECT rl_headers('half', rl_check('half', 'u', 0.5))->>'RateLimit-Policy' AS policy;
+
 SELECT rl_undefine(name) FROM rl_definitions ORDER BY name;
 DELETE FROM rate_limits;

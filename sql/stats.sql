@@ -130,3 +130,17 @@ DROP ROLE regress_ratelimit_stats;
 DROP TABLE st_messages;
 SELECT rl_undefine(name) FROM rl_definitions WHERE name LIKE 'st\_%' ORDER BY name;
 SELECT rl_reset('st_inline', 'k');
+
+-- rl_limit_all whose second write fails (a CHECK constraint a reservation
+-- breaks): one call, one error for each limit, no grant counted
+SELECT rl_define('st_wa', 'token bucket', 10, '1 minute');
+SELECT rl_define('st_wb', 'token bucket', 1, '1 minute');
+SELECT ok FROM rl_limit_all('{st_wa,st_wb}', '{k,k}', '{1,1}');
+SELECT rl_stats_reset('st_wa'), rl_stats_reset('st_wb');
+ALTER TABLE rate_limits ADD CONSTRAINT st_no_debt CHECK (value >= 0) NOT VALID;
+SELECT ok FROM rl_limit_all('{st_wa,st_wb}', '{k,k}', '{1,1}', reserve => true);
+ALTER TABLE rate_limits DROP CONSTRAINT st_no_debt;
+SELECT name, calls, granted, refused, errors, tokens,
+       calls = granted + refused + errors AS adds_up
+FROM rl_stats WHERE name IN ('st_wa', 'st_wb') ORDER BY name;
+SELECT rl_undefine('st_wa'), rl_undefine('st_wb');

@@ -96,8 +96,14 @@ rl_policy_problem(const RlPolicy *policy)
 		if (!(policy->capacity >= 1 && policy->capacity <= RL_MAX_PERMITS &&
 			  policy->capacity == floor(policy->capacity)))
 			return "permits must be between 1 and 1000";
-		if (policy->shards != 1 || policy->has_max_reserved ||
-			policy->has_start)
+		if (policy->shards != 1 || policy->has_start)
+			return "a concurrency limit has only a number of permits";
+		/* permits lowered: the highest number of slots still in use */
+		if (policy->has_max_reserved &&
+			!(policy->kind == RL_CONCURRENCY &&
+			  policy->max_reserved > policy->capacity &&
+			  policy->max_reserved <= RL_MAX_PERMITS &&
+			  policy->max_reserved == floor(policy->max_reserved)))
 			return "a concurrency limit has only a number of permits";
 		return NULL;
 	}
@@ -856,7 +862,9 @@ sf_amount(double x)
  * The values of RateLimit-Policy, RateLimit and Retry-After for an answer
  * of rl_limit or rl_check under policy (the whole limit's).  Amounts are
  * rounded down and times up, so a client that follows them never asks
- * early: q is the rate and w the period (rounded up, at least 1); r the
+ * early: q is the rate and w the period (rounded up, at least 1), or for
+ * a rate below one token per period, q = 1 and w the time one token takes
+ * (rounded up); r the
  * whole tokens left (0 while a reservation is outstanding); t, for a
  * granted call, the time until the key is full again (token bucket) or
  * its next window starts (fixed window), and for a denied call the
@@ -870,6 +878,19 @@ rl_http_fields(const RlPolicy *policy, bool ok, bool has_retry,
 {
 	fields->quota = sf_amount(policy->rate);
 	fields->window = rl_ceil_seconds(policy->period);
+	if (fields->quota == 0)
+	{
+		/*
+		 * Less than one token per period: a quota of 0 would tell a client
+		 * it may never send.  Say one token per the time one takes.
+		 */
+		double		w = ceil((double) policy->period / policy->rate /
+							 (double) RL_USECS_PER_SEC);
+
+		fields->quota = 1;
+		fields->window = w >= (double) RL_SF_MAX_INTEGER ?
+			RL_SF_MAX_INTEGER : (int64_t) w;
+	}
 	if (fields->window < 1)
 		fields->window = 1;
 	fields->remaining = sf_amount(remaining);

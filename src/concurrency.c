@@ -143,45 +143,102 @@ refresh_target(RlTarget *target, int32 permits)
 	rl_check_permits(target, permits);
 }
 
+/* Release the permit slots taken[0 .. n - 1] of a target. */
+static void
+release_slots(const RlTarget *target, const uint16 *taken, int n)
+{
+	LOCKTAG		tag;
+
+	for (int i = 0; i < n; i++)
+	{
+		target_tag(target, RL_LOCK_PERMIT_FIELD4 + taken[i], &tag);
+		LockRelease(&tag, ExclusiveLock, false);
+	}
+}
+
+/*
+ * Whether a slot is held by a transaction (this one included), found
+ * without waiting and without keeping it.
+ */
+static bool
+slot_held(const RlTarget *target, int slot)
+{
+	LOCKTAG		tag;
+	LockAcquireResult r;
+
+	target_tag(target, RL_LOCK_PERMIT_FIELD4 + slot, &tag);
+	r = LockAcquire(&tag, ExclusiveLock, false, true);
+	if (r == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ExclusiveLock, false);
+	return r != LOCKACQUIRE_OK;
+}
+
 /*
  * One try: take permits free slots, or none.  A slot this transaction
  * already holds is passed over (the lock manager only counted us twice).
+ *
+ * Slots run from 0 to the number of permits.  After the permits were
+ * lowered, holders from before may still sit in slots up to the highest
+ * number the limit had (kept in the policy's max_reserved): then every
+ * slot is counted, those above included, and permits are granted only
+ * while all holders together stay within the new number.  Last, the
+ * definition is looked at again: a change committed meanwhile (whose
+ * holders of higher slots this call could not have seen) refuses the try.
  */
 static bool
 try_permits(const RlTarget *target, int32 permits)
 {
 	int			n = (int) target->policy.capacity;
+	int			hi = target->policy.has_max_reserved ?
+		(int) target->policy.max_reserved : n;
 	int			start = (int) compat_random_below((uint64) n);
 	uint16	   *taken = palloc(sizeof(uint16) * permits);
 	int			got = 0;
+	int			held = 0;
+	RlPolicy	now;
 	LOCKTAG		tag;
 
-	for (int i = 0; i < n && got < permits; i++)
+	for (int i = 0; i < n && (got < permits || hi > n); i++)
 	{
 		uint16		slot = (uint16) ((start + i) % n);
 		LockAcquireResult r;
 
 		target_tag(target, RL_LOCK_PERMIT_FIELD4 + slot, &tag);
+		if (got == permits)
+		{
+			held += slot_held(target, slot) ? 1 : 0;
+			continue;
+		}
 		r = LockAcquire(&tag, ExclusiveLock, false, true);
 		if (r == LOCKACQUIRE_NOT_AVAIL)
+		{
+			held++;
 			continue;
+		}
 		if (r != LOCKACQUIRE_OK)
 		{
 			LockRelease(&tag, ExclusiveLock, false);
+			held++;
 			continue;
 		}
 		taken[got++] = slot;
 	}
-	if (got == permits)
+	for (int slot = n; slot < hi && got == permits; slot++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		held += slot_held(target, slot) ? 1 : 0;
+	}
+	if (got == permits && (hi == n || held + got <= n) &&
+		rl_definition_lookup(target->name, &now) &&
+		now.capacity == target->policy.capacity &&
+		now.has_max_reserved == target->policy.has_max_reserved &&
+		now.max_reserved == target->policy.max_reserved)
 	{
 		pfree(taken);
 		return true;
 	}
-	for (int i = 0; i < got; i++)
-	{
-		target_tag(target, RL_LOCK_PERMIT_FIELD4 + taken[i], &tag);
-		LockRelease(&tag, ExclusiveLock, false);
-	}
+	release_slots(target, taken, got);
 	pfree(taken);
 	return false;
 }

@@ -799,6 +799,7 @@ rl_define_concurrency(PG_FUNCTION_ARGS)
 	Datum		values[RL_POLICY_NATTS] = {0};
 	bool		nulls[RL_POLICY_NATTS];
 	RlPolicy	policy;
+	RlPolicy	previous;
 	bool		leases;
 
 	require_arg(fcinfo, 1, "permits");
@@ -816,6 +817,26 @@ rl_define_concurrency(PG_FUNCTION_ARGS)
 	rl_policy_from_values(values, nulls, &policy);
 
 	rl_storage_begin_writing(cache->nspid, "rl_define_concurrency()");
+
+	/*
+	 * Lowering the permits of transaction-scoped slots: remember the highest
+	 * number the limit has had, since holders from before may still sit in
+	 * the slots above (try_permits counts them).  A name is new, or
+	 * undefined and defined again, starts afresh.
+	 */
+	if (!leases && rl_definition_lookup(name, &previous) &&
+		previous.kind == RL_CONCURRENCY)
+	{
+		double		highest = Max(previous.capacity,
+								  previous.has_max_reserved ?
+								  previous.max_reserved : 0);
+
+		if (highest > policy.capacity)
+		{
+			values[RL_POLICY_MAX_RESERVED] = Float8GetDatum(highest);
+			nulls[RL_POLICY_MAX_RESERVED] = false;
+		}
+	}
 	put_definition(name, values, nulls);
 	rl_storage_end();
 	PG_RETURN_VOID();

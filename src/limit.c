@@ -850,58 +850,46 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		CHECK_FOR_INTERRUPTS();
 		if (first[i] != i)
 			answers[i] = answers[first[i]];
-		else
-		{
-			if (refused < 0)
-				write_held(&held[i], &answers[i]);
-			if (calls)
-				count_answer(&targets[i], &calls[i], total[i], &answers[i],
-							 refused < 0);
-		}
+		else if (refused < 0)
+			write_held(&held[i], &answers[i]);
 	}
+
+	/*
+	 * Counted only once every write is done: a write that fails makes the
+	 * whole call one error for each limit (rl_consume_all), never a grant
+	 * and an error.
+	 */
+	for (int i = 0; i < n && calls; i++)
+		if (first[i] == i)
+			count_answer(&targets[i], &calls[i], total[i], &answers[i],
+						 refused < 0);
 	return refused;
 }
 
 /*
- * Hold every shard of a sharded limit, creating missing ones full: first
- * each one that is free, without waiting, then the busy ones, waiting for
- * each in shard order.  A call that already holds some of the shards (an
- * rl_limit earlier in its transaction) gets them at once.
+ * Hold every shard of a sharded limit, creating missing ones full, waiting
+ * for each in shard order: two calls that adjust the same key then queue
+ * instead of deadlocking.  A call that already holds some of the shards
+ * (an rl_limit earlier in its transaction) gets them at once.
  */
 static void
 hold_every_shard(const RlTarget *target, RlState *states, ItemPointerData *tids)
 {
 	int			nshards = target->policy.shards;
-	bool	   *held = palloc0(sizeof(bool) * nshards);
 
 	for (int16 s = 0; s < nshards; s++)
 	{
 		RlRowKey	row = {target->name, target->key, s};
-		RlRowStatus status;
 
-		CHECK_FOR_INTERRUPTS();
-		status = rl_storage_lock_nowait(&row, &states[s], &tids[s]);
-		if (status == RL_ROW_MISSING)
-		{
-			create_full_row(target, &row);
-			status = rl_storage_lock_nowait(&row, &states[s], &tids[s]);
-		}
-		held[s] = status == RL_ROW_LOCKED;
-	}
-	for (int16 s = 0; s < nshards; s++)
-	{
-		RlRowKey	row = {target->name, target->key, s};
-
-		for (int attempt = 0; !held[s]; attempt++)
+		for (int attempt = 0;; attempt++)
 		{
 			CHECK_FOR_INTERRUPTS();
 			check_attempts(attempt);
-			held[s] = rl_storage_lock(&row, &states[s], &tids[s]);
-			if (!held[s])
-				create_full_row(target, &row);
+			if (rl_storage_lock(&row, &states[s], &tids[s]))
+				break;
+			create_full_row(target, &row);
 		}
 	}
-	pfree(held);
 }
 
 /* One row's new state under a refund, penalty or block. */

@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+
 #include "access/htup_details.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
@@ -88,7 +89,7 @@ concurrency_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 
 	require_column(nulls, RL_POLICY_CAPACITY);
 	if (!nulls[RL_POLICY_RATE] || !nulls[RL_POLICY_PERIOD] ||
-		!nulls[RL_POLICY_MAX_RESERVED] || !nulls[RL_POLICY_START] ||
+		!nulls[RL_POLICY_START] ||
 		(!nulls[RL_POLICY_SHARDS] && DatumGetInt32(values[RL_POLICY_SHARDS]) != 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -97,8 +98,14 @@ concurrency_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	policy->rate = 0;
 	policy->period = 0;
 	policy->capacity = DatumGetFloat8(values[RL_POLICY_CAPACITY]);
-	policy->has_max_reserved = false;
-	policy->max_reserved = 0;
+	/*
+	 * max_reserved, for transaction-scoped permits only: the highest
+	 * number of permits the limit has had since it was defined, when above
+	 * the current one (holders from before may still sit in those slots).
+	 */
+	policy->has_max_reserved = !nulls[RL_POLICY_MAX_RESERVED];
+	policy->max_reserved = policy->has_max_reserved ?
+		DatumGetFloat8(values[RL_POLICY_MAX_RESERVED]) : 0;
 	policy->shards = 1;
 	policy->has_start = false;
 	policy->start = 0;

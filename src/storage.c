@@ -856,16 +856,28 @@ rl_storage_lease_release(Datum id, TimestampTz now)
 {
 	Datum		args[2] = {id, TimestampTzGetDatum(now)};
 	Datum		held;
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	RlLeaseStatus status = RL_LEASE_RELEASED;
 
-	run_plan(PLAN_LEASE_LOOKUP, args, NULL, false, SPI_OK_SELECT);
+	/*
+	 * With a fresh snapshot, as rl_lease counts: under REPEATABLE READ a
+	 * lease committed after the transaction began is still found.
+	 */
+	run_plan_snapshot(PLAN_LEASE_LOOKUP, args, NULL, false, latest,
+					  SPI_OK_SELECT);
 	if (SPI_processed == 0)
-		return RL_LEASE_UNKNOWN;
-	if (!result_column(0, 1, &held) || !DatumGetBool(held))
-		return RL_LEASE_NOT_HELD;
-	run_plan(PLAN_LEASE_RELEASE, args, NULL, false, SPI_OK_UPDATE);
-	if (SPI_processed != 1)
-		elog(ERROR, "locked lease vanished before its release");
-	return RL_LEASE_RELEASED;
+		status = RL_LEASE_UNKNOWN;
+	else if (!result_column(0, 1, &held) || !DatumGetBool(held))
+		status = RL_LEASE_NOT_HELD;
+	else
+	{
+		run_plan_snapshot(PLAN_LEASE_RELEASE, args, NULL, false, latest,
+						  SPI_OK_UPDATE);
+		if (SPI_processed != 1)
+			elog(ERROR, "locked lease vanished before its release");
+	}
+	UnregisterSnapshot(latest);
+	return status;
 }
 
 /* Delete every lease of a name (rl_undefine). */

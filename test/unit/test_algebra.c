@@ -760,9 +760,9 @@ run_http(void)
 	rl_http_fields(&fw, false, true, 0, 3, 20 * MIN, &f);
 	expect(f.has_retry_after && f.retry_after == 0 && f.reset == 0,
 		   "http: retry now");
-	/* 0.5 per 90.5 s: q 0, w 91 */
+	/* 0.5 per 90.5 s: not q 0 (never send), but one per 181 s */
 	rl_http_fields(&odd, true, false, 0, 0.5, SEC, &f);
-	expect(f.quota == 0 && f.window == 91 && f.remaining == 0,
+	expect(f.quota == 1 && f.window == 181 && f.remaining == 0,
 		   "http: fractions");
 	rl_http_fields(&huge, true, false, 0, 1e15, 0, &f);
 	expect(f.quota == RL_SF_MAX_INTEGER && f.remaining == RL_SF_MAX_INTEGER &&
