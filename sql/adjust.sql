@@ -9,14 +9,7 @@ SET ratelimit.now_override = '2026-01-01 00:00:00+00';
 SELECT rl_define('tb', 'token bucket', 10, '1 minute');
 SELECT rl_define('fw', 'fixed window', 5, '1 hour', start => '2026-01-01 00:00:00+00');
 
--- each statement's SQLSTATE, or 'no error'
-CREATE FUNCTION sqlstate_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE stmt;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
-END $$;
+-- each statement's SQLSTATE, or 'no error': error_of (sql/define.sql)
 
 ------------------------------------------------------------------ refunds
 -- 7 taken, 3 left; 3 back: 6; 30 back: capped at the capacity 10
@@ -67,7 +60,7 @@ SELECT ok, remaining FROM rl_limit('tb', 'p');
 -- the 1000-year bound: 10 a minute for 1000 years is 5,259,600,000 tokens,
 -- so from full a penalty of 5,259,600,000 is the deepest allowed
 SELECT value FROM rl_penalize('tb', 'deep', 5259600000);
-SELECT sqlstate_of($$SELECT rl_penalize('tb', 'deeper', 5259600011)$$);
+SELECT error_of($$SELECT rl_penalize('tb', 'deeper', 5259600011)$$);
 SELECT count(*) AS deeper_rows FROM rate_limits WHERE key = 'deeper';
 -- fixed window: 5 - 12 = -7 in [01:00, 02:00): two windows, until 03:00
 SELECT * FROM rl_penalize('fw', 'p', 12);
@@ -212,7 +205,7 @@ SELECT ok, retry_after FROM rl_limit('inline', 'k', config => rl_token_bucket(10
 
 ------------------------------------------------------------------ bad input
 CREATE TEMP TABLE before AS SELECT name, key, shard, value, ts FROM rate_limits;
-SELECT stmt, sqlstate_of(stmt) FROM (VALUES
+SELECT stmt, error_of(stmt) FROM (VALUES
   ($$SELECT rl_refund('tb', 'r', 0)$$),
   ($$SELECT rl_refund('tb', 'r', -1)$$),
   ($$SELECT rl_refund('tb', 'r', 'NaN')$$),
@@ -240,7 +233,7 @@ SELECT stmt, sqlstate_of(stmt) FROM (VALUES
 ) AS t(stmt);
 -- a time past the end of the timestamptz range
 SET ratelimit.now_override = '294276-12-31 23:00:00+00';
-SELECT sqlstate_of($$SELECT rl_block('tb', 'r', '2 hours')$$);
+SELECT error_of($$SELECT rl_block('tb', 'r', '2 hours')$$);
 SET ratelimit.now_override = '2026-01-01 09:00:00+00';
 -- nothing changed
 SELECT count(*) AS changed FROM (
@@ -250,7 +243,7 @@ SELECT count(*) AS changed FROM (
 
 ------------------------------------------------------------------ read-only
 BEGIN READ ONLY;
-SELECT stmt, sqlstate_of(stmt) FROM (VALUES
+SELECT stmt, error_of(stmt) FROM (VALUES
   ($$SELECT rl_refund('tb', 'r', 1)$$),
   ($$SELECT rl_penalize('tb', 'r', 1)$$),
   ($$SELECT rl_block('tb', 'r', '1 hour')$$),
@@ -265,6 +258,5 @@ SELECT count(*) AS changed FROM (
   (SELECT * FROM before EXCEPT SELECT name, key, shard, value, ts FROM rate_limits)) d;
 
 DROP TABLE before;
-DROP FUNCTION sqlstate_of(text);
 SELECT rl_undefine(name) FROM rl_definitions ORDER BY name;
 DELETE FROM rate_limits;

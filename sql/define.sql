@@ -1,5 +1,14 @@
 -- Definitions: rl_define, rl_undefine and the inline policy constructors.
 CREATE EXTENSION ratelimit;
+-- For the suites after this one: a statement's SQLSTATE and message, or
+-- 'no error', the statement run in a subtransaction.
+CREATE FUNCTION error_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE stmt;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ' ' || SQLERRM;
+END $$;
 SET timezone = 'UTC';
 SET datestyle = 'ISO';
 SET intervalstyle = 'postgres';

@@ -16,15 +16,9 @@ CREATE TABLE ro_before AS
   SELECT name, key, shard, value, ts FROM rate_limits;
 
 -- each statement in its own read-only transaction; the SQLSTATE it raised
-CREATE FUNCTION sqlstate_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE stmt;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
-END $$;
+-- (error_of: sql/define.sql)
 BEGIN READ ONLY;
-SELECT stmt, sqlstate_of(stmt) FROM (VALUES
+SELECT stmt, error_of(stmt) FROM (VALUES
   ($$SELECT rl_limit('ro', 'k')$$),                -- would be granted
   ($$SELECT rl_limit('ro', 'k', 9)$$),             -- would be refused
   ($$SELECT rl_limit('ro', 'new key')$$),          -- no row yet
@@ -64,6 +58,5 @@ SELECT name FROM rl_definitions WHERE name LIKE 'ro%' ORDER BY name;
 -- and outside it, the same calls work
 SELECT ok, remaining FROM rl_limit('ro', 'k');
 DROP TABLE ro_msgs, ro_before;
-DROP FUNCTION sqlstate_of(text);
 SELECT rl_undefine('ro');
 SELECT rl_undefine('ro_sharded');
