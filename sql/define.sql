@@ -9,6 +9,16 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
   RETURN SQLSTATE || ' ' || SQLERRM;
 END $$;
+-- The same as two columns, code and message ('00000', 'no error').
+CREATE FUNCTION code_of(stmt text, OUT code text, OUT message text) LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE stmt;
+  code := '00000';
+  message := 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
+END
+$$;
 SET timezone = 'UTC';
 SET datestyle = 'ISO';
 SET intervalstyle = 'postgres';

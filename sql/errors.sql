@@ -91,17 +91,9 @@ INSERT INTO cases (stmt) VALUES
   ($$SET ratelimit.now_override = 'infinity'$$),
   ($$SET ratelimit.no_such_setting = 'x'$$);
 
-CREATE FUNCTION try(stmt text, OUT code text, OUT message text) LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE stmt;
-  code := '00000';
-  message := 'no error';
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-END
-$$;
+-- code_of(): sql/define.sql
 
-SELECT id, r.code, r.message, stmt FROM cases, try(stmt) AS r ORDER BY id;
+SELECT id, r.code, r.message, stmt FROM cases, code_of(stmt) AS r ORDER BY id;
 
 -- nothing changed
 SELECT fingerprint() = f AS unchanged FROM before;
@@ -110,7 +102,6 @@ SHOW ratelimit.now_override;
 SET ratelimit.now_override = 'epoch';
 SELECT ts FROM rl_value('any', config => rl_token_bucket(1, '1 second'));
 
-DROP FUNCTION try(text);
 DROP FUNCTION fingerprint();
 DROP TABLE cases, before;
 SELECT rl_undefine('tb');

@@ -10,15 +10,6 @@ SET intervalstyle = 'postgres';
 CREATE FUNCTION fingerprint() RETURNS text LANGUAGE sql AS $$
   SELECT md5(coalesce((SELECT string_agg(format('%s|%s|%s|%s|%s', name, key, shard, value, ts), ',' ORDER BY name, key, shard) FROM rate_limits), ''))
 $$;
-CREATE FUNCTION try(stmt text, OUT code text, OUT message text) LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE stmt;
-  code := '00000';
-  message := 'no error';
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-END
-$$;
 -- run each statement in its own subtransaction; say whether rate_limits changed
 CREATE FUNCTION try_all(stmts text[])
 RETURNS TABLE (stmt text, code text, message text) LANGUAGE plpgsql AS $$
@@ -27,7 +18,7 @@ DECLARE
 BEGIN
   FOR i IN 1 .. array_length(stmts, 1) LOOP
     stmt := stmts[i];
-    SELECT t.code, t.message INTO code, message FROM try(stmts[i]) t;
+    SELECT t.code, t.message INTO code, message FROM code_of(stmts[i]) t;
     RETURN NEXT;
   END LOOP;
   stmt := 'rate_limits unchanged';
@@ -154,7 +145,6 @@ SELECT count(*) AS written FROM rate_limits WHERE key IN ('epoch', 'j2000');
 
 RESET ratelimit.now_override;
 DROP FUNCTION try_all(text[]);
-DROP FUNCTION try(text);
 DROP FUNCTION fingerprint();
 SELECT rl_undefine(name) FROM rl_definitions
 WHERE name IN ('tb', 'tb2', 'slow', 'fw', 'fw30', 'fw100', 'fw_min', 'fw_min2', 'fw_end')
