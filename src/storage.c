@@ -172,7 +172,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	/* leases: rl_leases exists from version 1.2 on */
 	[PLAN_LEASE_HELD] = {
 		"SELECT COALESCE(pg_catalog.sum(permits), 0)::pg_catalog.int8"
-		" FROM %s.rl_leases WHERE name" EQ "$1 AND key" EQ "$2"
+		" FROM ONLY %s.rl_leases WHERE name" EQ "$1 AND key" EQ "$2"
 		" AND released IS NULL AND expires OPERATOR(pg_catalog.>) $3",
 		3, {TEXTOID, TEXTOID, TIMESTAMPTZOID}
 	},
@@ -183,20 +183,20 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	},
 	[PLAN_LEASE_LOOKUP] = {
 		"SELECT released IS NULL AND expires OPERATOR(pg_catalog.>) $2"
-		" FROM %s.rl_leases WHERE id" EQ "$1 FOR UPDATE",
+		" FROM ONLY %s.rl_leases WHERE id" EQ "$1 FOR UPDATE",
 		2, {UUIDOID, TIMESTAMPTZOID}
 	},
 	[PLAN_LEASE_RELEASE] = {
-		"UPDATE %s.rl_leases SET released = $2 WHERE id" EQ "$1",
+		"UPDATE ONLY %s.rl_leases SET released = $2 WHERE id" EQ "$1",
 		2, {UUIDOID, TIMESTAMPTZOID}
 	},
 	[PLAN_LEASE_DELETE_NAME] = {
-		"DELETE FROM %s.rl_leases WHERE name" EQ "$1",
+		"DELETE FROM ONLY %s.rl_leases WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 	[PLAN_LEASE_GC] = {
-		"DELETE FROM %s.rl_leases WHERE id" EQ "ANY (ARRAY("
-		"SELECT id FROM %s.rl_leases WHERE expires OPERATOR(pg_catalog.<=) $1"
+		"DELETE FROM ONLY %s.rl_leases WHERE id" EQ "ANY (ARRAY("
+		"SELECT id FROM ONLY %s.rl_leases WHERE expires OPERATOR(pg_catalog.<=) $1"
 		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
 		2, {TIMESTAMPTZOID, INT8OID}
 	},
