@@ -118,6 +118,40 @@ compat_simple_heap_update(Relation rel, ItemPointer otid, HeapTuple tup)
 }
 
 /*
+ * heap_update of the version at otid, waiting for a concurrent holder or
+ * not, saying which index entries the new version needs (as
+ * compat_simple_heap_update).  19 added an options word (no option here).
+ */
+static inline TM_Result
+compat_heap_update(Relation rel, ItemPointer otid, HeapTuple tup, bool wait,
+				   TM_FailureData *tmfd, CompatIndexUpdate *indexes)
+{
+	CommandId	cid = GetCurrentCommandId(true);
+	LockTupleMode lockmode;
+	TM_Result	result;
+#if PG_VERSION_NUM >= 160000
+	TU_UpdateIndexes update_indexes;
+
+#if PG_VERSION_NUM >= 190000
+	result = heap_update(rel, otid, tup, cid, 0, InvalidSnapshot, wait, tmfd,
+						 &lockmode, &update_indexes);
+#else
+	result = heap_update(rel, otid, tup, cid, InvalidSnapshot, wait, tmfd,
+						 &lockmode, &update_indexes);
+#endif
+	*indexes = update_indexes == TU_None ? COMPAT_INDEXES_NONE :
+		update_indexes == TU_Summarizing ? COMPAT_INDEXES_SUMMARIZING :
+		COMPAT_INDEXES_ALL;
+#else
+	result = heap_update(rel, otid, tup, cid, InvalidSnapshot, wait, tmfd,
+						 &lockmode);
+	*indexes = HeapTupleIsHeapOnly(tup) ? COMPAT_INDEXES_NONE :
+		COMPAT_INDEXES_ALL;
+#endif
+	return result;
+}
+
+/*
  * Index entries for a row version an UPDATE wrote, as ExecUpdate makes
  * them: onlySummarizing arrived in 16, a flags word replaced the booleans
  * in 19.

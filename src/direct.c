@@ -245,6 +245,69 @@ lock_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 }
 
 /*
+ * A call's look at one row: the table and its primary key, opened once,
+ * the snapshot the row was read with, and a slot holding the version
+ * found (its pin keeps the page from being pruned under us).
+ */
+typedef struct DirectRow
+{
+	Relation	rel;
+	Relation	index;
+	Snapshot	snapshot;
+	TupleTableSlot *slot;
+} DirectRow;
+
+/*
+ * Open table relid for a call on (name, key, shard) and find the version
+ * of the row the transaction snapshot sees, as a SELECT of that row would
+ * (CommandCounterIncrement first, like each SPI statement).  Returns false
+ * with nothing open when the direct path cannot serve the table; else
+ * true, with *found saying whether the row was there.  direct_row_close
+ * closes what it opened.
+ */
+static bool
+direct_row_open(DirectRow *d, Oid relid, text *name, text *key, int16 shard,
+				bool *found)
+{
+	ScanKeyData keys[3];
+	IndexScanDesc scan;
+
+	d->rel = table_open(relid, RowExclusiveLock);
+	d->index = open_usable_primary_key(d->rel);
+	if (d->index == NULL)
+	{
+		table_close(d->rel, NoLock);
+		return false;
+	}
+
+	CommandCounterIncrement();
+	d->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+
+	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(name));
+	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(key));
+	ScanKeyEntryInitialize(&keys[2], 0, 3, BTEqualStrategyNumber, InvalidOid,
+						   InvalidOid, F_INT2EQ, Int16GetDatum(shard));
+
+	d->slot = table_slot_create(d->rel, NULL);
+	scan = compat_index_beginscan(d->rel, d->index, d->snapshot, 3);
+	index_rescan(scan, keys, 3, NULL, 0);
+	*found = index_getnext_slot(scan, ForwardScanDirection, d->slot);
+	index_endscan(scan);
+	return true;
+}
+
+static void
+direct_row_close(DirectRow *d)
+{
+	ExecDropSingleTupleTableSlot(d->slot);
+	index_close(d->index, NoLock);
+	UnregisterSnapshot(d->snapshot);
+	table_close(d->rel, NoLock);
+}
+
+/*
  * Find the row (name, key, shard) of table relid and lock it FOR UPDATE,
  * waiting for another holder when wait, else skipping.  LOCKED fills
  * state and tid; BUSY fills state with the version the snapshot sees.
@@ -254,74 +317,51 @@ RlDirectStatus
 rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 			   RlState *state, bool *complete, ItemPointer tid)
 {
-	Relation	rel = table_open(relid, RowExclusiveLock);
-	Relation	index = open_usable_primary_key(rel);
-	Snapshot	snapshot;
-	ScanKeyData keys[3];
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	DirectRow	d;
+	bool		found;
 	ItemPointerData found_tid;
 	TM_FailureData tmfd;
 	TM_Result	result;
 	RlDirectStatus status;
 
-	if (index == NULL)
-	{
-		table_close(rel, NoLock);
+	if (!direct_row_open(&d, relid, name, key, shard, &found))
 		return RL_DIRECT_UNSUPPORTED;
-	}
-
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-
-	ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(name));
-	ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
-						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(key));
-	ScanKeyEntryInitialize(&keys[2], 0, 3, BTEqualStrategyNumber, InvalidOid,
-						   InvalidOid, F_INT2EQ, Int16GetDatum(shard));
-
-	slot = table_slot_create(rel, NULL);
-	scan = compat_index_beginscan(rel, index, snapshot, 3);
-	index_rescan(scan, keys, 3, NULL, 0);
-	if (!index_getnext_slot(scan, ForwardScanDirection, slot))
+	if (!found)
 	{
-		index_endscan(scan);
-		status = RL_DIRECT_MISSING;
-		goto done;
+		direct_row_close(&d);
+		return RL_DIRECT_MISSING;
 	}
-	index_endscan(scan);
 
 	/* what the snapshot sees: the answer for a row left busy */
-	slot_state(slot, state, complete);
-	found_tid = slot->tts_tid;
+	slot_state(d.slot, state, complete);
+	found_tid = d.slot->tts_tid;
 	if (wait && rl_stats_tracking())
 	{
 		/* a wait is counted and timed only when there is one */
-		result = lock_version(rel, &found_tid, snapshot, slot, LockWaitSkip,
-							  &tmfd);
+		result = lock_version(d.rel, &found_tid, d.snapshot, d.slot,
+							  LockWaitSkip, &tmfd);
 		if (result == TM_WouldBlock)
 		{
 			rl_stats_lock_wait_start();
-			result = lock_version(rel, &found_tid, snapshot, slot,
+			result = lock_version(d.rel, &found_tid, d.snapshot, d.slot,
 								  LockWaitBlock, &tmfd);
 			rl_stats_lock_wait_end();
 		}
 	}
 	else
-		result = lock_version(rel, &found_tid, snapshot, slot,
+		result = lock_version(d.rel, &found_tid, d.snapshot, d.slot,
 							  wait ? LockWaitBlock : LockWaitSkip, &tmfd);
 	switch (result)
 	{
 		case TM_Ok:
-			if (!slot_matches(slot, name, key, shard))
+			if (!slot_matches(d.slot, name, key, shard))
 			{
 				/* changed by hand while we waited: as FOR UPDATE, no row */
 				status = RL_DIRECT_MISSING;
 				break;
 			}
-			slot_state(slot, state, complete);
-			*tid = slot->tts_tid;
+			slot_state(d.slot, state, complete);
+			*tid = d.slot->tts_tid;
 			status = RL_DIRECT_LOCKED;
 			break;
 		case TM_WouldBlock:
@@ -342,11 +382,7 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 			pg_unreachable();
 	}
 
-done:
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, NoLock);
-	UnregisterSnapshot(snapshot);
-	table_close(rel, NoLock);
+	direct_row_close(&d);
 	return status;
 }
 
@@ -369,6 +405,37 @@ insert_index_entries(Relation rel, HeapTuple tuple, bool only_summarizing)
 	FreeExecutorState(estate);
 }
 
+/* A copy of old with state in place of its two numbers. */
+static HeapTuple
+modified_version(Relation rel, HeapTuple old, const RlState *state)
+{
+	Datum		values[NATTS] = {0};
+	bool		nulls[NATTS] = {false};
+	bool		replace[NATTS] = {false};
+
+	values[ATT_VALUE - 1] = Float8GetDatum(state->value);
+	values[ATT_TS - 1] = TimestampTzGetDatum(state->ts);
+	replace[ATT_VALUE - 1] = replace[ATT_TS - 1] = true;
+	return heap_modify_tuple(old, RelationGetDescr(rel), values, nulls, replace);
+}
+
+/* The index entries heap_update said the new version needs. */
+static void
+index_new_version(Relation rel, HeapTuple new, CompatIndexUpdate indexes)
+{
+	switch (indexes)
+	{
+		case COMPAT_INDEXES_NONE:
+			break;
+		case COMPAT_INDEXES_ALL:
+			insert_index_entries(rel, new, false);
+			break;
+		case COMPAT_INDEXES_SUMMARIZING:
+			insert_index_entries(rel, new, true);
+			break;
+	}
+}
+
 /*
  * Write state into the row version locked at tid; false, writing nothing,
  * when the direct path cannot serve the table.
@@ -381,9 +448,6 @@ rl_direct_update(Oid relid, ItemPointer tid, const RlState *state)
 	HeapTupleData old;
 	HeapTuple	new;
 	Buffer		buffer;
-	Datum		values[NATTS] = {0};
-	bool		nulls[NATTS] = {false};
-	bool		replace[NATTS] = {false};
 
 	if (index == NULL)
 	{
@@ -396,24 +460,91 @@ rl_direct_update(Oid relid, ItemPointer tid, const RlState *state)
 	old.t_self = *tid;
 	if (!heap_fetch(rel, SnapshotAny, &old, &buffer, false))
 		elog(ERROR, "locked rate limit row vanished before its update");
-	values[ATT_VALUE - 1] = Float8GetDatum(state->value);
-	values[ATT_TS - 1] = TimestampTzGetDatum(state->ts);
-	replace[ATT_VALUE - 1] = replace[ATT_TS - 1] = true;
-	new = heap_modify_tuple(&old, RelationGetDescr(rel), values, nulls, replace);
+	new = modified_version(rel, &old, state);
 	ReleaseBuffer(buffer);
 
-	switch (compat_simple_heap_update(rel, tid, new))
-	{
-		case COMPAT_INDEXES_NONE:
-			break;
-		case COMPAT_INDEXES_ALL:
-			insert_index_entries(rel, new, false);
-			break;
-		case COMPAT_INDEXES_SUMMARIZING:
-			insert_index_entries(rel, new, true);
-			break;
-	}
+	index_new_version(rel, new, compat_simple_heap_update(rel, tid, new));
 	heap_freetuple(new);
 	table_close(rel, NoLock);
 	return true;
+}
+
+/*
+ * Read the row (name, key, shard) without locking it, as a plain SELECT
+ * reads it.  FOUND fills state (complete is false when it holds a NULL).
+ */
+RlDirectStatus
+rl_direct_read(Oid relid, text *name, text *key, int16 shard, RlState *state,
+			   bool *complete)
+{
+	DirectRow	d;
+	bool		found;
+
+	if (!direct_row_open(&d, relid, name, key, shard, &found))
+		return RL_DIRECT_UNSUPPORTED;
+	if (found)
+		slot_state(d.slot, state, complete);
+	direct_row_close(&d);
+	return found ? RL_DIRECT_FOUND : RL_DIRECT_MISSING;
+}
+
+/*
+ * A call on the row (name, key, shard) in one touch, as UPDATE makes one:
+ * read the version the snapshot sees, without a lock, and let decide say
+ * from its state whether to write and what; then write that with one
+ * heap_update that does not wait.
+ *
+ * - decide writes nothing (a refusal, decided from committed state and
+ *   the transaction's own changes): DONE, having locked nothing, assigned
+ *   no transaction id and written no WAL.
+ * - The version read is still the newest and nobody holds it: the update
+ *   succeeds, exactly as SELECT ... FOR UPDATE and then UPDATE would have
+ *   written it, since nothing changed in between; DONE.
+ * - Another transaction holds the row, or changed or deleted it since the
+ *   snapshot (or this transaction locked it earlier): CONTENDED, nothing
+ *   written, and the caller decides again under the lock (rl_direct_lock),
+ *   which waits, raises 40001 under REPEATABLE READ and SERIALIZABLE, or
+ *   finds the row gone, as FOR UPDATE does.
+ * - No row: MISSING, decide not called.
+ */
+RlDirectStatus
+rl_direct_consume(Oid relid, text *name, text *key, int16 shard,
+				  RlDirectDecide decide, void *arg)
+{
+	DirectRow	d;
+	bool		found;
+	RlState		state;
+	RlState		write;
+	bool		complete;
+	HeapTuple	new;
+	ItemPointerData tid;
+	TM_FailureData tmfd;
+	CompatIndexUpdate indexes;
+	TM_Result	result;
+
+	if (!direct_row_open(&d, relid, name, key, shard, &found))
+		return RL_DIRECT_UNSUPPORTED;
+	if (!found)
+	{
+		direct_row_close(&d);
+		return RL_DIRECT_MISSING;
+	}
+	slot_state(d.slot, &state, &complete);
+	if (!decide(&state, complete, arg, &write))
+	{
+		direct_row_close(&d);
+		return RL_DIRECT_DONE;
+	}
+
+	/* an UPDATE of a published table needs a usable replica identity */
+	CheckCmdReplicaIdentity(d.rel, CMD_UPDATE);
+	new = modified_version(d.rel, ExecFetchSlotHeapTuple(d.slot, false, NULL),
+						   &write);
+	tid = d.slot->tts_tid;
+	result = compat_heap_update(d.rel, &tid, new, false, &tmfd, &indexes);
+	if (result == TM_Ok)
+		index_new_version(d.rel, new, indexes);
+	heap_freetuple(new);
+	direct_row_close(&d);
+	return result == TM_Ok ? RL_DIRECT_DONE : RL_DIRECT_CONTENDED;
 }

@@ -19,8 +19,19 @@ typedef enum RlDirectStatus
 	RL_DIRECT_LOCKED,
 	RL_DIRECT_BUSY,
 	RL_DIRECT_MISSING,
+	RL_DIRECT_FOUND,			/* read without a lock */
+	RL_DIRECT_DONE,				/* decided, and written if it had to be */
+	RL_DIRECT_CONTENDED,		/* held or changed: decide under the lock */
 	RL_DIRECT_UNSUPPORTED		/* use the SQL path */
 } RlDirectStatus;
+
+/*
+ * Decides a call from a row's state read without a lock (complete: no
+ * NULL in it): true, with the state to write, to write; false to leave the
+ * row alone.
+ */
+typedef bool (*RlDirectDecide) (const RlState *state, bool complete,
+								void *arg, RlState *write);
 
 extern void rl_direct_init(void);
 extern RlDirectStatus rl_direct_lock(Oid relid, text *name, text *key,
@@ -28,5 +39,11 @@ extern RlDirectStatus rl_direct_lock(Oid relid, text *name, text *key,
 									 bool *complete, ItemPointer tid);
 extern bool rl_direct_update(Oid relid, ItemPointer tid,
 							 const RlState *state);
+extern RlDirectStatus rl_direct_read(Oid relid, text *name, text *key,
+									 int16 shard, RlState *state,
+									 bool *complete);
+extern RlDirectStatus rl_direct_consume(Oid relid, text *name, text *key,
+										int16 shard, RlDirectDecide decide,
+										void *arg);
 
 #endif							/* RATELIMIT_DIRECT_H */

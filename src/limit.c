@@ -529,6 +529,175 @@ hold_rows(const RlTarget *target, double count, RlHeld *held)
 	}
 }
 
+/* A consuming call deciding from state read without a lock. */
+typedef struct UnlockedCall
+{
+	RlTarget   *target;
+	double		count;
+	bool		reserve;
+	RlAnswer   *answer;
+	bool		granted;		/* decide_shard_alone: the shard served */
+} UnlockedCall;
+
+/*
+ * Decide a call on one row (an unsharded limit's, or one shard serving a
+ * call alone) from its state read without a lock: write only a grant.
+ * The definition is read again, as after a lock: opening the table may
+ * have waited (see recheck_definition).
+ */
+static bool
+decide_unlocked_row(UnlockedCall *call, const RlState *state, RlState *write)
+{
+	RlHeld		held;
+
+	held.n = 1;
+	held.busy = -1;
+	held.shard[0] = 0;
+	held.stored[0] = true;
+	held.state[0] = *state;
+	recheck_definition(call->target, call->count, call->reserve);
+	decide_held(call->target, &held, call->count, call->reserve, call->answer);
+	call->granted = call->answer->ok;
+	if (!call->answer->ok || !call->answer->write[0])
+		return false;
+	*write = call->answer->state[0];
+	return true;
+}
+
+/* rl_storage_consume's decide for an unsharded limit. */
+static bool
+decide_unlocked(const RlState *state, void *arg, RlState *write)
+{
+	return decide_unlocked_row(arg, state, write);
+}
+
+/*
+ * rl_storage_consume's decide for one shard of a sharded limit: grant
+ * only when the shard serves the call alone (as hold_shards takes one
+ * shard when it can); otherwise write nothing and leave the answer to
+ * consume_shards_unlocked.  state is kept in seen.
+ */
+typedef struct ShardProbe
+{
+	UnlockedCall *call;
+	RlState		seen;
+	bool		serves;			/* its tokens cover the count alone */
+} ShardProbe;
+
+static bool
+decide_shard_alone(const RlState *state, void *arg, RlState *write)
+{
+	ShardProbe *probe = arg;
+	UnlockedCall *call = probe->call;
+	RlPolicy	policy = row_policy(call->target);
+
+	probe->seen = *state;
+	probe->serves = rl_refill(&policy, call->target->origin, *state,
+							  rl_clock_now()).value >= call->count;
+	call->granted = false;
+	if (!probe->serves)
+		return false;
+	return decide_unlocked_row(call, state, write);
+}
+
+/* The most shards a sharded call probes before it takes the locking path. */
+#define RL_SHARD_PROBES 8
+
+/*
+ * A call on a sharded limit, decided without waiting: probe up to
+ * RL_SHARD_PROBES shards in random order, each read without a lock, and
+ * take the first that serves the call alone and that nobody holds, in one
+ * touch (rl_storage_consume).  A shard another transaction holds is
+ * passed over, so a hot limit's calls spread over its free shards instead
+ * of queueing on two; every shard is equally likely to be probed first,
+ * and a busy one hands its calls to the shards probed after it, which
+ * are random too.
+ *
+ * When no probed shard serves alone, none is missing, and even the two
+ * fullest probed shards together cannot serve the call (by their
+ * committed state, which holders can only have lowered), the call is
+ * refused from that state, locking and writing nothing.  Otherwise
+ * (every serving shard busy, a shard to create, or a call two shards
+ * must share) returns false, and the caller takes the locking path
+ * (hold_shards), which may wait.
+ */
+static bool
+consume_shards_unlocked(UnlockedCall *call)
+{
+	const RlTarget *target = call->target;
+	int			nshards = target->policy.shards;
+	int			probes = Min(nshards, RL_SHARD_PROBES);
+	int16	   *order = palloc(sizeof(int16) * nshards);
+	RlState		seen[RL_SHARD_PROBES];
+	bool		refusable = true;
+	RlPolicy	policy = row_policy(target);
+	TimestampTz now;
+	RlHeld		held;
+	int			pick[2];
+
+	for (int s = 0; s < nshards; s++)
+		order[s] = (int16) s;
+	for (int p = 0; p < probes; p++)
+	{
+		int			k = p + (int) compat_random_below(nshards - p);
+		int16		shard = order[k];
+		RlRowKey	row = {target->name, target->key, shard};
+		ShardProbe	probe = {call};
+		RlTryStatus status;
+
+		/* a partial shuffle: order[0..p] are the shards probed so far */
+		order[k] = order[p];
+		order[p] = shard;
+		CHECK_FOR_INTERRUPTS();
+		status = rl_storage_consume(&row, decide_shard_alone, &probe);
+		if (status == RL_TRY_DONE && call->granted)
+		{
+			pfree(order);
+			return true;
+		}
+		/* a missing shard is full; a serving one was busy: lock them */
+		if (status == RL_TRY_MISSING || probe.serves)
+			refusable = false;
+		seen[p] = probe.seen;
+	}
+	if (!refusable)
+	{
+		pfree(order);
+		return false;
+	}
+
+	/* the two fullest probed shards, as hold_shards would decide on them */
+	now = rl_clock_now();
+	held.n = 2;
+	held.busy = -1;
+	for (int i = 0; i < 2; i++)
+	{
+		double		best_value = 0;
+
+		pick[i] = -1;
+		for (int p = 0; p < probes; p++)
+		{
+			double		v = rl_refill(&policy, target->origin, seen[p], now).value;
+
+			if ((i == 0 || p != pick[0]) && (pick[i] < 0 || v > best_value))
+			{
+				pick[i] = p;
+				best_value = v;
+			}
+		}
+		held.shard[i] = order[pick[i]];
+		held.stored[i] = true;
+		held.state[i] = seen[pick[i]];
+	}
+	pfree(order);
+	recheck_definition(call->target, call->count, call->reserve);
+	decide_held(target, &held, call->count, call->reserve, call->answer);
+	if (call->answer->ok)
+		return false;			/* two shards together would serve: lock */
+	call->answer->write[0] = call->answer->write[1] = false;
+	return true;
+}
+
 /*
  * Consume from a limit.  An unsharded key with no row is created by the
  * granted call itself, in one statement; when another transaction creates
@@ -539,9 +708,12 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 {
 	RlRowKey	row = {target->name, target->key, 0};
 	RlHeld		held;
+	UnlockedCall call = {target, count, reserve, answer};
 
 	if (target->policy.shards > 1)
 	{
+		if (consume_shards_unlocked(&call))
+			return;
 		hold_rows(target, count, &held);
 		recheck_definition(target, count, reserve);
 		decide_hold(target, &held, count, reserve, answer);
@@ -552,10 +724,16 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 
 	for (int attempt = 0;; attempt++)
 	{
+		RlTryStatus status;
+
 		check_attempts(attempt);
+		status = rl_storage_consume(&row, decide_unlocked, &call);
+		if (status == RL_TRY_DONE)
+			return;
 		held.n = 1;
 		held.shard[0] = 0;
-		held.stored[0] = rl_storage_lock(&row, &held.state[0], &held.tid[0]);
+		held.stored[0] = status == RL_TRY_LOCK &&
+			rl_storage_lock(&row, &held.state[0], &held.tid[0]);
 		recheck_definition(target, count, reserve);
 		decide_held(target, &held, count, reserve, answer);
 		if (!answer->ok)

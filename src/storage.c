@@ -542,12 +542,31 @@ row_args(const RlRowKey *row, Datum *args)
 	args[2] = Int16GetDatum(row->shard);
 }
 
+/* The state table of the schema rl_storage_begin opened. */
+static Oid
+state_relid(void)
+{
+	return get_relname_relid("rate_limits", storage_nspid);
+}
+
 /* Read a state row without locking it; false when there is none. */
 bool
 rl_storage_read(const RlRowKey *row, RlState *state)
 {
 	Datum		args[3];
+	bool		complete = true;
 
+	switch (rl_direct_read(state_relid(), row->name, row->key, row->shard,
+						   state, &complete))
+	{
+		case RL_DIRECT_FOUND:
+			check_state(state, complete);
+			return true;
+		case RL_DIRECT_MISSING:
+			return false;
+		default:
+			break;
+	}
 	row_args(row, args);
 	run_plan(PLAN_READ, args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
@@ -568,13 +587,6 @@ lock_row(RlPlanId id, const RlRowKey *row, RlState *state, ItemPointer tid)
 		return false;
 	result_locked(state, tid);
 	return true;
-}
-
-/* The state table of the schema rl_storage_begin opened. */
-static Oid
-state_relid(void)
-{
-	return get_relname_relid("rate_limits", storage_nspid);
 }
 
 /* Lock a row through the direct path (direct.c), the state checked. */
@@ -604,10 +616,10 @@ rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 			return true;
 		case RL_DIRECT_MISSING:
 			return false;
-		case RL_DIRECT_BUSY:
-			elog(ERROR, "a waiting lock of a rate limit row came back busy");
-			break;
 		case RL_DIRECT_UNSUPPORTED:
+			break;
+		default:
+			elog(ERROR, "a waiting lock of a rate limit row came back busy");
 			break;
 	}
 	if (!rl_stats_tracking())
@@ -626,6 +638,63 @@ rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 	return false;
 }
 
+/* What rl_storage_consume passes to the direct path's decide. */
+typedef struct ConsumeCall
+{
+	RlStorageDecide decide;
+	void	   *arg;
+} ConsumeCall;
+
+static bool
+direct_decide(const RlState *state, bool complete, void *arg, RlState *write)
+{
+	ConsumeCall *call = arg;
+
+	check_state(state, complete);
+	return call->decide(state, call->arg, write);
+}
+
+/*
+ * A consuming call that first decides from the row's state read without a
+ * lock (committed state, and the transaction's own changes): decide says
+ * whether to write, and what.  DONE: decided, and written when it had to
+ * be; a call that writes nothing (a refusal) has locked nothing, assigned
+ * no transaction id and written no WAL.  MISSING: no row, decide not
+ * called.  LOCK: the decision needs a write, and the write needs the lock:
+ * the caller locks the row (rl_storage_lock) and decides again.
+ *
+ * The direct path writes in the same touch when nobody holds the row and
+ * it has not changed since it was read (rl_direct_consume), and then
+ * answers DONE; otherwise, and on the SQL path, a write always takes the
+ * lock first.  A refusal from committed state is sound because a
+ * transaction that holds the row can only have lowered it further, or, if
+ * it raises it (a refund), the call is one that ran before that
+ * transaction committed.
+ */
+RlTryStatus
+rl_storage_consume(const RlRowKey *row, RlStorageDecide decide, void *arg)
+{
+	ConsumeCall call = {decide, arg};
+	RlState		state;
+	RlState		write;
+
+	switch (rl_direct_consume(state_relid(), row->name, row->key, row->shard,
+							  direct_decide, &call))
+	{
+		case RL_DIRECT_DONE:
+			return RL_TRY_DONE;
+		case RL_DIRECT_MISSING:
+			return RL_TRY_MISSING;
+		case RL_DIRECT_CONTENDED:
+			return RL_TRY_LOCK;
+		default:
+			break;
+	}
+	if (!rl_storage_read(row, &state))
+		return RL_TRY_MISSING;
+	return decide(&state, arg, &write) ? RL_TRY_LOCK : RL_TRY_DONE;
+}
+
 /*
  * Lock a state row FOR UPDATE SKIP LOCKED.  When nothing comes back, a
  * plain read tells a row another transaction holds from no row at all.
@@ -641,8 +710,8 @@ rl_storage_lock_nowait(const RlRowKey *row, RlState *state, ItemPointer tid)
 			return RL_ROW_BUSY;
 		case RL_DIRECT_MISSING:
 			return RL_ROW_MISSING;
-		case RL_DIRECT_UNSUPPORTED:
-			break;
+		default:
+			break;				/* unsupported: the SQL path */
 	}
 	if (lock_row(PLAN_LOCK_SKIP, row, state, tid))
 		return RL_ROW_LOCKED;

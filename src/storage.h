@@ -32,6 +32,21 @@ typedef enum RlRowStatus
 	RL_ROW_MISSING				/* no row (or one not yet committed) */
 } RlRowStatus;
 
+/* What a call that decided without a lock must do next. */
+typedef enum RlTryStatus
+{
+	RL_TRY_DONE,				/* decided; written if it had to be */
+	RL_TRY_MISSING,				/* no row */
+	RL_TRY_LOCK					/* lock the row and decide again */
+} RlTryStatus;
+
+/*
+ * Decides a consuming call from a row's state: true, with the state to
+ * write, when the row must change; false to leave it alone.
+ */
+typedef bool (*RlStorageDecide) (const RlState *state, void *arg,
+								 RlState *write);
+
 /* A state row as a scan returns it, with its name's definition. */
 typedef struct RlScanRow
 {
@@ -65,6 +80,8 @@ extern bool rl_storage_delete_definition(text *name);
 extern bool rl_storage_read(const RlRowKey *row, RlState *state);
 extern bool rl_storage_lock(const RlRowKey *row, RlState *state,
 							ItemPointer tid);
+extern RlTryStatus rl_storage_consume(const RlRowKey *row,
+									  RlStorageDecide decide, void *arg);
 extern RlRowStatus rl_storage_lock_nowait(const RlRowKey *row,
 										  RlState *state, ItemPointer tid);
 extern void rl_storage_read_shards(text *name, text *key, int nshards,
