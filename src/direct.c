@@ -455,6 +455,8 @@ rl_direct_update(Oid relid, ItemPointer tid, const RlState *state)
 		return false;
 	}
 	index_close(index, NoLock);
+	/* a command of its own, as the SQL path's UPDATE statement */
+	CommandCounterIncrement();
 	/* an UPDATE of a published table needs a usable replica identity */
 	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	old.t_self = *tid;

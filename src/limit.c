@@ -993,6 +993,39 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		total[first[i]] += counts[i];
 	}
 
+	/*
+	 * A call its committed state refuses is refused without a lock, as a
+	 * single limit's is (rl_storage_consume): each limit answers what
+	 * rl_peek answers, the most a call could get from it, and holders can
+	 * only have lowered that.
+	 */
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+
+		CHECK_FOR_INTERRUPTS();
+		if (first[i] != i)
+			continue;
+		rl_target_check_count(&targets[i], total[i], reserve);
+		recheck_definition(&targets[i], total[i], reserve);
+		rl_peek(&targets[i], total[i], reserve, &answers[i]);
+		if (!answers[i].ok &&
+			(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
+			refused = i;
+	}
+	if (refused >= 0)
+	{
+		for (int i = 0; i < n; i++)
+		{
+			if (first[i] != i)
+				answers[i] = answers[first[i]];
+			else if (calls)
+				count_answer(&targets[i], &calls[i], total[i], &answers[i],
+							 false);
+		}
+		return refused;
+	}
+
 	/* lock in canonical order, then decide every limit */
 	for (int k = 0; k < n; k++)
 	{
@@ -1022,9 +1055,11 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 			refused = i;
 	}
 
-	/* all or nothing */
-	for (int i = 0; i < n; i++)
+	/* all or nothing, written in canonical order too */
+	for (int k = 0; k < n; k++)
 	{
+		int			i = order[k];
+
 		CHECK_FOR_INTERRUPTS();
 		if (first[i] != i)
 			answers[i] = answers[first[i]];
