@@ -52,6 +52,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/procarray.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
@@ -491,6 +492,32 @@ rl_direct_read(Oid relid, text *name, text *key, int16 shard, RlState *state,
 }
 
 /*
+ * Whether another transaction, still running, holds the version in slot
+ * (locked or updated it).  Only a hint, read under a share lock on the
+ * page: heap_update decides.  It spares a call that would find the row
+ * busy the transaction id heap_update assigns before it looks; a multixact
+ * (several lockers) is left to heap_update.
+ */
+static bool
+held_by_another(TupleTableSlot *slot)
+{
+	BufferHeapTupleTableSlot *bslot = (BufferHeapTupleTableSlot *) slot;
+	HeapTupleHeader tuple = bslot->base.tuple->t_data;
+	uint16		infomask;
+	TransactionId xmax;
+
+	LockBuffer(bslot->buffer, BUFFER_LOCK_SHARE);
+	infomask = tuple->t_infomask;
+	xmax = HeapTupleHeaderGetRawXmax(tuple);
+	LockBuffer(bslot->buffer, BUFFER_LOCK_UNLOCK);
+	if ((infomask & (HEAP_XMAX_INVALID | HEAP_XMAX_IS_MULTI)) != 0 ||
+		!TransactionIdIsNormal(xmax))
+		return false;
+	return !TransactionIdIsCurrentTransactionId(xmax) &&
+		TransactionIdIsInProgress(xmax);
+}
+
+/*
  * A call on the row (name, key, shard) in one touch, as UPDATE makes one:
  * read the version the snapshot sees, without a lock, and let decide say
  * from its state whether to write and what; then write that with one
@@ -502,11 +529,15 @@ rl_direct_read(Oid relid, text *name, text *key, int16 shard, RlState *state,
  * - The version read is still the newest and nobody holds it: the update
  *   succeeds, exactly as SELECT ... FOR UPDATE and then UPDATE would have
  *   written it, since nothing changed in between; DONE.
- * - Another transaction holds the row, or changed or deleted it since the
- *   snapshot (or this transaction locked it earlier): CONTENDED, nothing
- *   written, and the caller decides again under the lock (rl_direct_lock),
- *   which waits, raises 40001 under REPEATABLE READ and SERIALIZABLE, or
- *   finds the row gone, as FOR UPDATE does.
+ * - Another transaction that is still running holds the row: BUSY,
+ *   nothing written, and no transaction id assigned.
+ * - heap_update found the row held after all, or changed or deleted since
+ *   the snapshot (or locked by this transaction earlier): CONTENDED,
+ *   nothing written.
+ * After BUSY or CONTENDED the caller decides again under the lock
+ * (rl_direct_lock), which waits, raises 40001 under REPEATABLE READ and
+ * SERIALIZABLE, or finds the row gone, as FOR UPDATE does; or, for a shard,
+ * passes over a busy one.
  * - No row: MISSING, decide not called.
  */
 RlDirectStatus
@@ -536,6 +567,12 @@ rl_direct_consume(Oid relid, text *name, text *key, int16 shard,
 	{
 		direct_row_close(&d);
 		return RL_DIRECT_DONE;
+	}
+
+	if (held_by_another(d.slot))
+	{
+		direct_row_close(&d);
+		return RL_DIRECT_BUSY;
 	}
 
 	/* an UPDATE of a published table needs a usable replica identity */

@@ -603,23 +603,54 @@ decide_shard_alone(const RlState *state, void *arg, RlState *write)
 /* The most shards a sharded call probes before it takes the locking path. */
 #define RL_SHARD_PROBES 8
 
+/* The fullest of the probes p with want[p], or -1. */
+static int
+fullest_probe(const RlTarget *target, const RlState *seen, const bool *want,
+			  int probes, int except)
+{
+	RlPolicy	policy = row_policy(target);
+	TimestampTz now = rl_clock_now();
+	int			best = -1;
+	double		best_value = 0;
+
+	for (int p = 0; p < probes; p++)
+	{
+		double		v;
+
+		if (!want[p] || p == except)
+			continue;
+		v = rl_refill(&policy, target->origin, seen[p], now).value;
+		if (best < 0 || v > best_value)
+		{
+			best = p;
+			best_value = v;
+		}
+	}
+	return best;
+}
+
 /*
  * A call on a sharded limit, decided without waiting: probe up to
  * RL_SHARD_PROBES shards in random order, each read without a lock, and
  * take the first that serves the call alone and that nobody holds, in one
  * touch (rl_storage_consume).  A shard another transaction holds is
  * passed over, so a hot limit's calls spread over its free shards instead
- * of queueing on two; every shard is equally likely to be probed first,
- * and a busy one hands its calls to the shards probed after it, which
- * are random too.
+ * of queueing on two.  Every shard is equally likely to be probed first,
+ * and the shards probed after a busy one are random too, so no shard
+ * takes more than its share of the calls the busy ones pass on.
  *
- * When no probed shard serves alone, none is missing, and even the two
- * fullest probed shards together cannot serve the call (by their
- * committed state, which holders can only have lowered), the call is
- * refused from that state, locking and writing nothing.  Otherwise
- * (every serving shard busy, a shard to create, or a call two shards
- * must share) returns false, and the caller takes the locking path
- * (hold_shards), which may wait.
+ * When no probed shard could be taken, the call is refused without a lock
+ * where hold_shards, holding a pair of the probed shards, would refuse it;
+ * by their committed state, which holders can only have lowered:
+ * - no probed shard serves alone, and the two fullest together cannot
+ *   serve it either;
+ * - the shards that serve alone are all busy, and a free one that cannot
+ *   serve alone was probed: the answer decide_with_busy gives for that
+ *   pair (retry_after zero when the pair could serve).
+ * Otherwise (a shard to create, serving shards all busy, a call two
+ * shards must share, a shard that changed since it was read, or the SQL
+ * path, which locks before it writes) returns false, and the caller takes
+ * the locking path (hold_shards), which may wait.
  */
 static bool
 consume_shards_unlocked(UnlockedCall *call)
@@ -629,11 +660,14 @@ consume_shards_unlocked(UnlockedCall *call)
 	int			probes = Min(nshards, RL_SHARD_PROBES);
 	int16	   *order = palloc(sizeof(int16) * nshards);
 	RlState		seen[RL_SHARD_PROBES];
-	bool		refusable = true;
-	RlPolicy	policy = row_policy(target);
-	TimestampTz now;
+	bool		busy_serves[RL_SHARD_PROBES];
+	bool		free_short[RL_SHARD_PROBES];
+	bool		any_busy_serves = false;
+	bool		any_free_short = false;
+	bool		decided = false;
 	RlHeld		held;
-	int			pick[2];
+	int			a;
+	int			b;
 
 	for (int s = 0; s < nshards; s++)
 		order[s] = (int16) s;
@@ -655,47 +689,56 @@ consume_shards_unlocked(UnlockedCall *call)
 			pfree(order);
 			return true;
 		}
-		/* a missing shard is full; a serving one was busy: lock them */
-		if (status == RL_TRY_MISSING || probe.serves)
-			refusable = false;
-		seen[p] = probe.seen;
-	}
-	if (!refusable)
-	{
-		pfree(order);
-		return false;
-	}
-
-	/* the two fullest probed shards, as hold_shards would decide on them */
-	now = rl_clock_now();
-	held.n = 2;
-	held.busy = -1;
-	for (int i = 0; i < 2; i++)
-	{
-		double		best_value = 0;
-
-		pick[i] = -1;
-		for (int p = 0; p < probes; p++)
+		if (status == RL_TRY_MISSING || status == RL_TRY_LOCK)
 		{
-			double		v = rl_refill(&policy, target->origin, seen[p], now).value;
-
-			if ((i == 0 || p != pick[0]) && (pick[i] < 0 || v > best_value))
-			{
-				pick[i] = p;
-				best_value = v;
-			}
+			/* a missing shard is full: create it; or lock before writing */
+			pfree(order);
+			return false;
 		}
-		held.shard[i] = order[pick[i]];
-		held.stored[i] = true;
-		held.state[i] = seen[pick[i]];
+		seen[p] = probe.seen;
+		busy_serves[p] = status == RL_TRY_BUSY && probe.serves;
+		free_short[p] = status == RL_TRY_DONE && !probe.serves;
+		any_busy_serves |= busy_serves[p];
+		any_free_short |= free_short[p];
+	}
+
+	held.busy = -1;
+	held.stored[0] = held.stored[1] = true;
+	if (!any_busy_serves)
+	{
+		/* none serves alone: would the two fullest together? */
+		bool		every[RL_SHARD_PROBES];
+
+		for (int p = 0; p < probes; p++)
+			every[p] = true;
+		a = fullest_probe(target, seen, every, probes, -1);
+		b = fullest_probe(target, seen, every, probes, a);
+		held.n = 2;
+		held.shard[0] = order[a];
+		held.shard[1] = order[b];
+		held.state[0] = seen[a];
+		held.state[1] = seen[b];
+		recheck_definition(call->target, call->count, call->reserve);
+		decide_held(target, &held, call->count, call->reserve, call->answer);
+		decided = !call->answer->ok;
+	}
+	else if (any_free_short)
+	{
+		/* the pair of a free shard that cannot serve and a busy one */
+		a = fullest_probe(target, seen, free_short, probes, -1);
+		b = fullest_probe(target, seen, busy_serves, probes, -1);
+		held.n = 1;
+		held.shard[0] = order[a];
+		held.state[0] = seen[a];
+		recheck_definition(call->target, call->count, call->reserve);
+		decide_with_busy(target, &held, order[b], call->count, call->reserve,
+						 call->answer);
+		decided = true;
 	}
 	pfree(order);
-	recheck_definition(call->target, call->count, call->reserve);
-	decide_held(target, &held, call->count, call->reserve, call->answer);
-	if (call->answer->ok)
-		return false;			/* two shards together would serve: lock */
-	call->answer->write[0] = call->answer->write[1] = false;
-	return true;
+	if (decided)
+		call->answer->write[0] = call->answer->write[1] = false;
+	return decided;
 }
 
 /*
@@ -732,7 +775,7 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 			return;
 		held.n = 1;
 		held.shard[0] = 0;
-		held.stored[0] = status == RL_TRY_LOCK &&
+		held.stored[0] = status != RL_TRY_MISSING &&
 			rl_storage_lock(&row, &held.state[0], &held.tid[0]);
 		recheck_definition(target, count, reserve);
 		decide_held(target, &held, count, reserve, answer);

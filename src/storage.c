@@ -660,8 +660,11 @@ direct_decide(const RlState *state, bool complete, void *arg, RlState *write)
  * whether to write, and what.  DONE: decided, and written when it had to
  * be; a call that writes nothing (a refusal) has locked nothing, assigned
  * no transaction id and written no WAL.  MISSING: no row, decide not
- * called.  LOCK: the decision needs a write, and the write needs the lock:
- * the caller locks the row (rl_storage_lock) and decides again.
+ * called.  BUSY: the decision needs a write, and another transaction
+ * holds the row (the direct path only).  LOCK: the decision needs a
+ * write, and the write needs the lock.  After either, the caller locks
+ * the row (rl_storage_lock) and decides again, or passes over a busy
+ * shard; nothing was written and, after BUSY, no transaction id taken.
  *
  * The direct path writes in the same touch when nobody holds the row and
  * it has not changed since it was read (rl_direct_consume), and then
@@ -685,6 +688,8 @@ rl_storage_consume(const RlRowKey *row, RlStorageDecide decide, void *arg)
 			return RL_TRY_DONE;
 		case RL_DIRECT_MISSING:
 			return RL_TRY_MISSING;
+		case RL_DIRECT_BUSY:
+			return RL_TRY_BUSY;
 		case RL_DIRECT_CONTENDED:
 			return RL_TRY_LOCK;
 		default:

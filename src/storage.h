@@ -37,6 +37,7 @@ typedef enum RlTryStatus
 {
 	RL_TRY_DONE,				/* decided; written if it had to be */
 	RL_TRY_MISSING,				/* no row */
+	RL_TRY_BUSY,				/* another transaction holds the row */
 	RL_TRY_LOCK					/* lock the row and decide again */
 } RlTryStatus;
 
