@@ -8,21 +8,26 @@
  * on; everything else, and those two when it cannot, runs the SQL below
  * through SPI.  Both paths follow the protocol described here.
  *
- * Locking protocol.  A consuming call locks its state row with SELECT ...
- * FOR UPDATE inside the caller's transaction and then updates that row
- * version by ctid, so the row lock is held until the caller commits or
- * rolls back (a rollback, or a rollback to a savepoint, restores the
- * tokens).  Under READ COMMITTED a caller that waited on the lock sees the
- * newest committed version; under REPEATABLE READ and SERIALIZABLE the
- * executor raises SQLSTATE 40001 instead, as for any FOR UPDATE.
+ * Locking protocol.  A consuming call first decides from its row read
+ * without a lock (rl_storage_consume): a refusal ends there, locking and
+ * writing nothing.  A decision that writes holds the row until the caller
+ * commits or rolls back (a rollback, or a rollback to a savepoint,
+ * restores the tokens): on the direct path one heap_update of the version
+ * read, when nobody holds it and it is still the newest, which is what
+ * SELECT ... FOR UPDATE and then UPDATE would have written; otherwise, and
+ * always on the SQL path, the call locks the row with SELECT ... FOR
+ * UPDATE, decides again, and updates that row version by ctid.  Under
+ * READ COMMITTED a caller that waited on the lock sees the newest
+ * committed version; under REPEATABLE READ and SERIALIZABLE the executor
+ * raises SQLSTATE 40001 instead, as for any FOR UPDATE.
  *
  * A key with no row is inserted with INSERT ... ON CONFLICT DO NOTHING.
  * When two sessions race to create the same key, the loser's insert waits
  * for the winner, inserts nothing, and the caller goes back to locking the
  * winner's row, so nobody ever starts from a second full bucket.
  *
- * A sharded limit locks the shards it probes with SKIP LOCKED first, so a
- * call passes over a shard another transaction holds; it waits only when
+ * A sharded limit passes over shards another transaction holds (up to 8
+ * on the direct path, then with SKIP LOCKED on two); it waits only when
  * every shard it probed is busy.
  *
  * Reads for rl_check and rl_value take no lock.  Like the locking read,
