@@ -19,7 +19,9 @@
 #   concurrency: one rl_acquire per transaction (a permit in the lock
 #   manager) against one rl_limit and against the alternative design, a
 #   slot row locked FOR UPDATE SKIP LOCKED; and the WAL bytes and
-#   transaction ids each costs per call.
+#   transaction ids each costs per call, and a refused rl_limit call
+#   (refused.sql, one key that refuses every call; checked in rl_stats).
+#
 #   statistics: the per-call and end-to-end rows again with
 #   ratelimit.track_stats = off, in the same rounds, against on.
 #
@@ -44,6 +46,9 @@ CREATE EXTENSION ratelimit;
 SELECT rl_define('hot1', 'token bucket', 1e9, '1 second', shards => 1);
 SELECT rl_define('hot16', 'token bucket', 1e9, '1 second', shards => 16);
 SELECT rl_define('keys', 'token bucket', 1e9, '1 second');
+-- one token per 100 years, taken here: every later call is refused
+SELECT rl_define('refused', 'token bucket', 1, '100 years');
+SELECT rl_limit('refused');
 SELECT rl_limit('keys', k) FROM generate_series(1, 100000) AS k;
 SELECT rl_limit('hot16', NULL, 1) FROM generate_series(1, 200);
 SELECT rl_define_concurrency('conc', 4);
@@ -143,6 +148,15 @@ wal_xid() {
 	"$RL_BIN/psql" -X -At -c "SELECT round(pg_wal_lsn_diff('${after% *}', '${before% *}') / 2000.0, 1) || ' ' || round((${after#* } - ${before#* } - 1) / 2000.0, 2)"
 }
 read -r wal_limit xid_limit <<<"$(wal_xid keys.sql)"
+refused_count() {
+	"$RL_BIN/psql" -X -At -c "SELECT granted || ' ' || refused FROM rl_stats WHERE name = 'refused' AND datname = current_database()"
+}
+read -r granted0 refused0 <<<"$(refused_count)"
+read -r wal_refused xid_refused <<<"$(wal_xid refused.sql)"
+read -r granted1 refused1 <<<"$(refused_count)"
+if [ "$((granted1 - granted0))" != 0 ] || [ "$((refused1 - refused0))" != 2000 ]; then
+	rl_die "the refused shape: of 2,000 calls, $((granted1 - granted0)) granted and $((refused1 - refused0)) refused (rl_stats)"
+fi
 read -r wal_acquire xid_acquire <<<"$(wal_xid acquire.sql)"
 read -r wal_slots xid_slots <<<"$(wal_xid slots.sql)"
 limit_off_ms=$(med limit_off_ms) keys4_off=$(med keys4_off)
@@ -195,6 +209,7 @@ printf '%-52s %12.0f %10.2f\n' "rl_acquire per transaction (lock manager)" "$acq
 printf '%-52s %12.0f %10.2f\n' "slot row FOR UPDATE SKIP LOCKED per transaction" "$slots4" "$(ratio "$slots4" "$keys4")"
 printf '%-52s %12s %10s\n' "per call (2,000 calls, one per transaction)" "WAL bytes" "xids"
 printf '%-52s %12s %10s\n' "rl_limit" "$wal_limit" "$xid_limit"
+printf '%-52s %12s %10s\n' "rl_limit, every call refused (one key)" "$wal_refused" "$xid_refused"
 printf '%-52s %12s %10s\n' "rl_acquire" "$wal_acquire" "$xid_acquire"
 printf '%-52s %12s %10s\n' "slot row FOR UPDATE SKIP LOCKED" "$wal_slots" "$xid_slots"
 printf '\n%-52s %12s %10s %10s\n' "statistics on against off (median of $reps)" "on" "off" "on/off"
