@@ -29,6 +29,12 @@
 #
 #   against rate-limiter-flexible and Redis, with fsync and
 #   synchronous_commit on: external/run.sh (also make bench-external).
+#
+# Knobs: RL_BENCH_REPS (default 3) and RL_BENCH_SECONDS (default 5), for
+# every section but the external one, which has its own (RL_EXT_SECONDS,
+# RL_EXT_ROUNDS, RL_EXT_CLIENTS: see external/run.sh); RL_BENCH_SKIP_ROUTER=1
+# skips the scale-out section (its clusters take a while to set up), for
+# quick checks of the rest.
 source "$(dirname "$0")/../lib.sh"
 here=$RL_REPO/test/bench
 reps=${RL_BENCH_REPS:-3}
@@ -224,15 +230,19 @@ printf '%-52s %11s%%\n' "HOT share of the bare-UPDATE table, same run" "$hot_bar
 
 # Scale-out through the PL/Proxy router: clusters of its own.
 rl_stop_quietly
-bench_tap=$RL_TMP/bench-tap
-rm -rf "$bench_tap"
-mkdir -p "$bench_tap"
-if rl_is_root; then chown postgres: "$bench_tap"; fi
-pgxs=$(dirname "$RL_BIN")/lib/pgxs
-(cd "$bench_tap" && rl_as_server env PATH="$RL_BIN:$PATH" TESTDIR="$bench_tap" \
-	PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
-	RL_BENCH_REPS="$reps" RL_BENCH_SECONDS="$seconds" \
-	perl -I "$pgxs/src/test/perl" "$here/router.pl" 2>/dev/null | grep -v '^\(ok\|1\.\.\)')
+if [ -n "${RL_BENCH_SKIP_ROUTER:-}" ]; then
+	printf '\n%-52s\n' "scale-out: skipped (RL_BENCH_SKIP_ROUTER)"
+else
+	bench_tap=$RL_TMP/bench-tap
+	rm -rf "$bench_tap"
+	mkdir -p "$bench_tap"
+	if rl_is_root; then chown postgres: "$bench_tap"; fi
+	pgxs=$(dirname "$RL_BIN")/lib/pgxs
+	(cd "$bench_tap" && rl_as_server env PATH="$RL_BIN:$PATH" TESTDIR="$bench_tap" \
+		PG_REGRESS="$pgxs/src/test/regress/pg_regress" \
+		RL_BENCH_REPS="$reps" RL_BENCH_SECONDS="$seconds" \
+		perl -I "$pgxs/src/test/perl" "$here/router.pl" 2>/dev/null | grep -v '^\(ok\|1\.\.\)')
+fi
 
 # Against rate-limiter-flexible and Redis: a cluster of its own, durable.
 rl_stop_quietly
