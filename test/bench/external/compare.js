@@ -15,7 +15,9 @@
 // Environment: PGHOST, PGPORT, PGUSER, PGDATABASE (the server);
 // RL_EXT_SECONDS (per run, default 1.5), RL_EXT_ROUNDS (default 3),
 // RL_EXT_CLIENTS (default "1 8 32"), RL_EXT_REDIS ("mode=socket ...", where
-// mode is none, everysec or always; empty: no Redis section).
+// mode is none, everysec or always; empty: no Redis section),
+// RL_EXT_FIGURES (a file to write the ratios at 8 clients to, for the table
+// of targets make bench ends with; empty: none).
 const pg = require('pg');
 const { RateLimiterPostgres, RateLimiterRes } = require('rate-limiter-flexible');
 
@@ -525,27 +527,31 @@ async function main() {
   console.log(`${pad('INSERT ... WHERE (rl_limit(...)).ok', 60)}${verdict(rlStmtRace)}, ${rlStmtRows} rows`);
   if (redisRace !== null) console.log(`${pad('Redis Lua bucket', 60)}${verdict(redisRace)}`);
 
-  // the figures issue 17 sets targets for, at 8 clients
-  const at8 = (sh, id) => {
+  // the figures issue 17 sets targets for, at 8 clients (the Redis shape
+  // always runs at 8), printed and written to RL_EXT_FIGURES, one
+  // "name value" line each, as printed ("-": not measured)
+  const at8 = (sh, id, f = (r) => r.tps) => {
     const rs = results[sh] && results[sh][id] && results[sh][id][8];
-    return rs ? median(rs.map((r) => r.tps)) : null;
+    return rs ? median(rs.map(f)) : null;
   };
-  const walAt8 = (sh, id) => median(results[sh][id][8].map((r) => r.logPerCall));
-  if (CLIENTS.includes(8)) {
-    console.log(`\n${pad('ratios at 8 clients', 70)}${lpad('ratio', 8)}`);
-    const line = (label, a, b) => console.log(`${pad(label, 70)}${lpad(fmt(a / b, 2), 8)}`);
-    line('limiter alone: rl_limit / rate-limiter-flexible', at8('alone', 'rl'), at8('alone', 'rlf'));
-    line('hot key: rl_limit (16 shards) / rate-limiter-flexible', at8('hot', 'rl16'), at8('hot', 'rlf'));
-    line('application: INSERT ... WHERE rl_limit / consume + INSERT', at8('app', 'rl_stmt'), at8('app', 'rlf'));
-    line('application: BEGIN; rl_limit; INSERT; COMMIT / consume + INSERT', at8('app', 'rl_tx'), at8('app', 'rlf'));
-    line('refused hot key / granted hot key (rl_limit, 1 shard)', at8('refused', 'rl'), at8('hot', 'rl1'));
-    console.log(`${pad('WAL bytes per refused rl_limit call', 70)}${lpad(fmt(walAt8('refused', 'rl')), 8)}`);
-    if (results.redis && results.redis.redis_everysec) {
-      line('rl_limit, synchronous_commit off / Redis AOF everysec', at8('redis', 'rl_async'), at8('redis', 'redis_everysec'));
-    }
-    if (results.redis && results.redis.redis_always) {
-      line('rl_limit, synchronous_commit on / Redis AOF always', at8('redis', 'rl'), at8('redis', 'redis_always'));
-    }
+  const ratio = (a, b) => (a === null || b === null || !(b > 0) ? null : a / b);
+  const figures = [
+    ['alone', 'limiter alone: rl_limit / rate-limiter-flexible', ratio(at8('alone', 'rl'), at8('alone', 'rlf'))],
+    ['hot16', 'hot key: rl_limit (16 shards) / rate-limiter-flexible', ratio(at8('hot', 'rl16'), at8('hot', 'rlf'))],
+    ['app_stmt', 'application: INSERT ... WHERE rl_limit / consume + INSERT', ratio(at8('app', 'rl_stmt'), at8('app', 'rlf'))],
+    ['app_tx', 'application: BEGIN; rl_limit; INSERT; COMMIT / consume + INSERT', ratio(at8('app', 'rl_tx'), at8('app', 'rlf'))],
+    ['refused', 'refused hot key / granted hot key (rl_limit, 1 shard)', ratio(at8('refused', 'rl'), at8('hot', 'rl1'))],
+    ['refused_wal', 'WAL bytes per refused rl_limit call', at8('refused', 'rl', (r) => r.logPerCall), 1],
+    ['async_redis_everysec', 'rl_limit, synchronous_commit off / Redis AOF everysec',
+      ratio(at8('redis', 'rl_async'), at8('redis', 'redis_everysec'))],
+    ['sync_redis_always', 'rl_limit, synchronous_commit on / Redis AOF always', ratio(at8('redis', 'rl'), at8('redis', 'redis_always'))],
+  ].map(([name, label, value, digits = 2]) => [name, label, fmt(value, digits)]);
+  console.log(`\n${pad('ratios at 8 clients', 70)}${lpad('ratio', 8)}`);
+  for (const [, label, value] of figures) console.log(`${pad(label, 70)}${lpad(value, 8)}`);
+  if (process.env.RL_EXT_FIGURES) {
+    require('fs').writeFileSync(process.env.RL_EXT_FIGURES,
+      `# compare.js, median of ${ROUNDS} x ${SECONDS}s: the figures printed under "ratios at 8 clients"\n` +
+      figures.map(([name, , value]) => `${name} ${value}\n`).join(''));
   }
   await admin.end();
   if (rlRace !== RACE_TOKENS || rlStmtRace !== RACE_TOKENS || rlStmtRows !== RACE_TOKENS) {

@@ -22,6 +22,10 @@
 #   RL_EXT_ROUNDS (default 3)   interleaved rounds; each figure is the median
 #   RL_EXT_CLIENTS ("1 8 32")   concurrencies of the PostgreSQL shapes
 #   RL_BENCH_INSTALLED=1        skip the build (make bench has just done it)
+#
+# compare.js also writes the figures it prints under "ratios at 8 clients"
+# to ./tmp/bench-external/figures-at-8.txt ("name value" lines, "-" when not
+# measured), from which make bench prints its table of targets.
 source "$(dirname "$0")/../../lib.sh"
 here=$RL_REPO/test/bench/external
 
@@ -109,4 +113,6 @@ done
 
 rl_log "external comparison: fsync = on, synchronous_commit = on; ${RL_EXT_ROUNDS:-3} rounds of ${RL_EXT_SECONDS:-1.5}s per run"
 printf '\nagainst rate-limiter-flexible and Redis, through node-postgres and node-redis\n'
-RL_EXT_REDIS=$redis_sockets NODE_PATH=$ext/node_modules node "$here/compare.js"
+figures=$ext/figures-at-8.txt
+rm -f "$figures"
+RL_EXT_REDIS=$redis_sockets RL_EXT_FIGURES=$figures NODE_PATH=$ext/node_modules node "$here/compare.js"
