@@ -38,6 +38,7 @@
 
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/multixact.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -493,10 +494,12 @@ rl_direct_read(Oid relid, text *name, text *key, int16 shard, RlState *state,
 
 /*
  * Whether another transaction, still running, holds the version in slot
- * (locked or updated it).  Only a hint, read under a share lock on the
- * page: heap_update decides.  It spares a call that would find the row
- * busy the transaction id heap_update assigns before it looks; a multixact
- * (several lockers) is left to heap_update.
+ * (locked or updated it), or several do (a multixact of lockers that is
+ * still running, this transaction perhaps among them).  Only a hint, read
+ * under a share lock on the page: heap_update decides.  It spares a call
+ * that would find the row busy the transaction id heap_update assigns
+ * before it looks, and the wait heap_update would make: a busy shard is
+ * passed over.
  */
 static bool
 held_by_another(TupleTableSlot *slot)
@@ -510,8 +513,13 @@ held_by_another(TupleTableSlot *slot)
 	infomask = tuple->t_infomask;
 	xmax = HeapTupleHeaderGetRawXmax(tuple);
 	LockBuffer(bslot->buffer, BUFFER_LOCK_UNLOCK);
-	if ((infomask & (HEAP_XMAX_INVALID | HEAP_XMAX_IS_MULTI)) != 0 ||
-		!TransactionIdIsNormal(xmax))
+	if ((infomask & HEAP_XMAX_INVALID) != 0)
+		return false;
+	if ((infomask & HEAP_XMAX_IS_MULTI) != 0)
+		return HEAP_XMAX_IS_LOCKED_ONLY(infomask) &&
+			!HEAP_LOCKED_UPGRADED(infomask) &&
+			MultiXactIdIsRunning(xmax, true);
+	if (!TransactionIdIsNormal(xmax))
 		return false;
 	return !TransactionIdIsCurrentTransactionId(xmax) &&
 		TransactionIdIsInProgress(xmax);
@@ -521,7 +529,7 @@ held_by_another(TupleTableSlot *slot)
  * A call on the row (name, key, shard) in one touch, as UPDATE makes one:
  * read the version the snapshot sees, without a lock, and let decide say
  * from its state whether to write and what; then write that with one
- * heap_update that does not wait.
+ * heap_update.
  *
  * - decide writes nothing (a refusal, decided from committed state and
  *   the transaction's own changes): DONE, having locked nothing, assigned
@@ -531,9 +539,14 @@ held_by_another(TupleTableSlot *slot)
  *   written it, since nothing changed in between; DONE.
  * - Another transaction that is still running holds the row: BUSY,
  *   nothing written, and no transaction id assigned.
- * - heap_update found the row held after all, or changed or deleted since
- *   the snapshot (or locked by this transaction earlier): CONTENDED,
- *   nothing written.
+ * - heap_update found the row changed or deleted since the snapshot:
+ *   CONTENDED, nothing written.
+ * heap_update is asked to wait, as UPDATE's is: PostgreSQL supports no
+ * caller that asks it not to (an assert-enabled server aborts when such a
+ * call meets a held row).  It waits only for a holder the hint could not
+ * see: one that locked the row after the hint was read.  This
+ * transaction's own lock (SELECT ... FOR UPDATE, or a call that locked
+ * and refused) it passes, as UPDATE does, so such a call writes at once.
  * After BUSY or CONTENDED the caller decides again under the lock
  * (rl_direct_lock), which waits, raises 40001 under REPEATABLE READ and
  * SERIALIZABLE, or finds the row gone, as FOR UPDATE does; or, for a shard,
@@ -580,7 +593,7 @@ rl_direct_consume(Oid relid, text *name, text *key, int16 shard,
 	new = modified_version(d.rel, ExecFetchSlotHeapTuple(d.slot, false, NULL),
 						   &write);
 	tid = d.slot->tts_tid;
-	result = compat_heap_update(d.rel, &tid, new, false, &tmfd, &indexes);
+	result = compat_heap_update(d.rel, &tid, new, true, &tmfd, &indexes);
 	if (result == TM_Ok)
 		index_new_version(d.rel, new, indexes);
 	heap_freetuple(new);
