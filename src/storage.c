@@ -677,13 +677,25 @@ rl_storage_read_shards(text *name, text *key, int nshards, RlState *states,
 
 /*
  * Insert a state row for a new key; false when another transaction
- * inserted the same key first (its row can then be locked).
+ * inserted the same key first (its row can then be locked).  The direct
+ * path inserts it as the statement would (speculative insertion, see
+ * rl_direct_insert) when it can serve the table.
  */
 bool
 rl_storage_insert(const RlRowKey *row, const RlState *state)
 {
 	Datum		args[5];
 
+	switch (rl_direct_insert(state_relid(), row->name, row->key, row->shard,
+							 state))
+	{
+		case RL_DIRECT_INSERTED:
+			return true;
+		case RL_DIRECT_CONFLICT:
+			return false;
+		case RL_DIRECT_INSERT_UNSUPPORTED:
+			break;
+	}
 	row_args(row, args);
 	args[3] = Float8GetDatum(state->value);
 	args[4] = TimestampTzGetDatum(state->ts);
