@@ -506,10 +506,12 @@ check_conflict_visible(Relation rel, ItemPointer tid, Snapshot snapshot)
  * heap_insert, the index entries and the confirmation or kill make the WAL
  * records, statistics (a killed tuple counts as an insert and a delete) and
  * serializable conflict checks that INSERT makes.  Like the SQL statement,
- * it first makes the transaction's earlier changes visible, and under
- * REPEATABLE READ and SERIALIZABLE checks a conflicting row against the
- * transaction snapshot (check_conflict_visible); under READ COMMITTED no
- * snapshot is needed.
+ * it first makes the transaction's earlier changes visible and takes the
+ * snapshot the statement would run with, carried by the executor state as
+ * ExecutorStart sets it (from 19 on, the pre-check itself fetches a
+ * conflicting row with it under REPEATABLE READ); and under REPEATABLE READ
+ * and SERIALIZABLE it checks a conflicting row against that snapshot
+ * (check_conflict_visible).
  */
 RlDirectInsertStatus
 rl_direct_insert(Oid relid, text *name, text *key, int16 shard,
@@ -517,7 +519,7 @@ rl_direct_insert(Oid relid, text *name, text *key, int16 shard,
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
 	Relation	index = open_usable_primary_key(rel);
-	Snapshot	snapshot = InvalidSnapshot;
+	Snapshot	snapshot;
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
@@ -533,10 +535,11 @@ rl_direct_insert(Oid relid, text *name, text *key, int16 shard,
 	index_close(index, NoLock);
 
 	CommandCounterIncrement();
-	if (IsolationUsesXactSnapshot())
-		snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 
 	estate = CreateExecutorState();
+	estate->es_snapshot = snapshot;
+	estate->es_output_cid = GetCurrentCommandId(true);
 	caller = MemoryContextSwitchTo(estate->es_query_cxt);
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 0, NULL, 0);
@@ -565,15 +568,15 @@ rl_direct_insert(Oid relid, text *name, text *key, int16 shard,
 		if (!compat_check_index_constraints(rri, slot, estate, &conflict_tid,
 											arbiters))
 		{
-			if (snapshot != InvalidSnapshot)
+			if (IsolationUsesXactSnapshot())
 				check_conflict_visible(rel, &conflict_tid, snapshot);
 			status = RL_DIRECT_CONFLICT;
 			break;
 		}
 
 		token = SpeculativeInsertionLockAcquire(GetCurrentTransactionId());
-		table_tuple_insert_speculative(rel, slot, GetCurrentCommandId(true),
-									   0, NULL, token);
+		table_tuple_insert_speculative(rel, slot, estate->es_output_cid, 0,
+									   NULL, token);
 		list_free(compat_insert_speculative_index_tuples(rri, slot, estate,
 														 arbiters,
 														 &spec_conflict));
@@ -590,8 +593,7 @@ rl_direct_insert(Oid relid, text *name, text *key, int16 shard,
 	ExecCloseIndices(rri);
 	MemoryContextSwitchTo(caller);
 	FreeExecutorState(estate);
-	if (snapshot != InvalidSnapshot)
-		UnregisterSnapshot(snapshot);
+	UnregisterSnapshot(snapshot);
 	table_close(rel, NoLock);
 	return status;
 }
