@@ -174,6 +174,53 @@ compat_insert_update_index_tuples(ResultRelInfo *rri, TupleTableSlot *slot,
 #endif
 }
 
+/*
+ * The pre-check of a speculative insertion (INSERT ... ON CONFLICT): false,
+ * with the conflicting row's address in conflict_tid, when a committed or
+ * confirmed row conflicts on an arbiter index, after waiting for any
+ * transaction still deciding about one.  18 added the row to leave out of
+ * the check (none here: nothing is inserted yet).
+ */
+static inline bool
+compat_check_index_constraints(ResultRelInfo *rri, TupleTableSlot *slot,
+							   EState *estate, ItemPointer conflict_tid,
+							   List *arbiters)
+{
+#if PG_VERSION_NUM >= 180000
+	ItemPointerData none;
+
+	ItemPointerSetInvalid(&none);
+	return ExecCheckIndexConstraints(rri, slot, estate, conflict_tid, &none,
+									 arbiters);
+#else
+	return ExecCheckIndexConstraints(rri, slot, estate, conflict_tid,
+									 arbiters);
+#endif
+}
+
+/*
+ * Index entries for a row inserted speculatively, as ExecInsert makes them:
+ * a duplicate in an arbiter index sets *spec_conflict instead of raising
+ * (noDupErr); any other unique index raises as usual.  onlySummarizing
+ * arrived in 16, a flags word replaced the booleans in 19.
+ */
+static inline List *
+compat_insert_speculative_index_tuples(ResultRelInfo *rri,
+									   TupleTableSlot *slot, EState *estate,
+									   List *arbiters, bool *spec_conflict)
+{
+#if PG_VERSION_NUM >= 190000
+	return ExecInsertIndexTuples(rri, estate, EIIT_NO_DUPE_ERROR, slot,
+								 arbiters, spec_conflict);
+#elif PG_VERSION_NUM >= 160000
+	return ExecInsertIndexTuples(rri, slot, estate, false, true,
+								 spec_conflict, arbiters, false);
+#else
+	return ExecInsertIndexTuples(rri, slot, estate, false, true,
+								 spec_conflict, arbiters);
+#endif
+}
+
 /* DecodeDateTime gained an error-detail argument in PostgreSQL 16. */
 static inline int
 compat_decode_datetime(char **field, int *ftype, int nf, int *dtype,

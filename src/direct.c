@@ -1,9 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * direct.c
- *	  The direct path to a state row: found through the primary key,
- *	  locked and updated the way PostgreSQL's catalog code does it, with no
- *	  SQL statement in between.
+ *	  The direct path to a state row: found through the primary key, read,
+ *	  updated, locked or inserted the way PostgreSQL's executor does it,
+ *	  with no SQL statement in between.
+ *
+ * A consuming call usually touches its row once (rl_direct_consume):
+ * read without a lock, decided, and either left alone (a refusal) or
+ * written by one heap_update, which is the lock, as UPDATE's is.  Only a
+ * row another transaction holds or changed goes through rl_direct_lock
+ * and rl_direct_update.  A key with no row is inserted by speculative
+ * insertion (rl_direct_insert), as INSERT ... ON CONFLICT DO NOTHING.
  *
  * Semantics are those of the SQL path in storage.c, step by step:
  *
@@ -22,8 +29,8 @@
  *   isolation levels a row changed or deleted since the snapshot is
  *   SQLSTATE 40001, exactly as nodeLockRows.c raises it.  A row deleted
  *   under READ COMMITTED is reported missing, as FOR UPDATE returns no row.
- * - The update is simple_heap_update (WAL, HOT, serializable conflict
- *   checks and statistics included) followed, when the new version is not
+ * - The update is heap_update (WAL, HOT, serializable conflict checks and
+ *   statistics included) followed, when the new version is not
  *   heap-only, by index entries for every index of the table (from 16 on,
  *   for a heap-only one, entries for its summarizing indexes).
  *
@@ -40,6 +47,7 @@
 #include "access/heapam.h"
 #include "access/multixact.h"
 #include "access/stratnum.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -54,6 +62,7 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
+#include "storage/lmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
@@ -599,4 +608,182 @@ rl_direct_consume(Oid relid, text *name, text *key, int16 shard,
 	heap_freetuple(new);
 	direct_row_close(&d);
 	return result == TM_Ok ? RL_DIRECT_DONE : RL_DIRECT_CONTENDED;
+}
+
+/*
+ * The arbiter indexes of INSERT ... ON CONFLICT (name, key, shard), as the
+ * planner infers them (infer_arbiter_indexes): every valid unique index,
+ * not an exclusion constraint, with neither expressions nor a predicate,
+ * whose key columns are name, key and shard, in any order.  The primary
+ * key always is one; a second unique index on the same columns is another.
+ */
+static List *
+arbiter_indexes(ResultRelInfo *rri)
+{
+	List	   *arbiters = NIL;
+
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		Relation	index = rri->ri_IndexRelationDescs[i];
+		Form_pg_index ix = index->rd_index;
+		int			columns = 0;
+		bool		others = false;
+
+		if (!ix->indisvalid || !ix->indisunique || ix->indisexclusion ||
+			!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
+			!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+			continue;
+		for (int k = 0; k < ix->indnkeyatts; k++)
+		{
+			AttrNumber	att = ix->indkey.values[k];
+
+			if (att >= 1 && att <= 3)
+				columns |= 1 << att;
+			else
+				others = true;
+		}
+		if (!others && columns == ((1 << 1) | (1 << 2) | (1 << 3)))
+			arbiters = lappend_oid(arbiters, RelationGetRelid(index));
+	}
+	return arbiters;
+}
+
+/*
+ * Under REPEATABLE READ and SERIALIZABLE, a conflicting row that the
+ * transaction's snapshot cannot see, and that the transaction did not
+ * insert itself, is SQLSTATE 40001, as ExecCheckTIDVisible raises it for
+ * DO NOTHING: the call must not go on from a row it cannot read.
+ */
+static void
+check_conflict_visible(Relation rel, ItemPointer tid, Snapshot snapshot)
+{
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+	if (!table_tuple_fetch_row_version(rel, tid, SnapshotAny, slot))
+		elog(ERROR, "could not fetch the rate limit row a new key conflicts with");
+	if (!table_tuple_satisfies_snapshot(rel, slot, snapshot))
+	{
+		bool		isnull;
+		Datum		xmin = slot_getsysattr(slot, MinTransactionIdAttributeNumber,
+										   &isnull);
+
+		if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
+			serialization_failure();
+	}
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
+ * Insert the row (name, key, shard) of a new key holding state, with the
+ * semantics of INSERT ... ON CONFLICT (name, key, shard) DO NOTHING:
+ * INSERTED, or CONFLICT when the row exists (another transaction inserted
+ * it first and committed), or UNSUPPORTED, inserting nothing, when the
+ * direct path cannot serve the table.
+ *
+ * The protocol is ExecInsert's speculative insertion, step by step:
+ * - a pre-check of the arbiter indexes with a dirty snapshot, which waits
+ *   for a transaction that inserted or deleted a conflicting row and has
+ *   not ended (or for a speculative inserter to confirm or kill its row),
+ *   and reports a live conflicting row;
+ * - else the speculative insertion lock, the heap tuple inserted with its
+ *   token, and index entries for every index, the arbiters reporting a
+ *   duplicate instead of raising it (another unique index raises 23505 as
+ *   INSERT does);
+ * - the tuple confirmed, or killed when an arbiter found a duplicate
+ *   inserted after the pre-check; then the lock released, waking anyone
+ *   waiting on the token, and after a kill the pre-check again, which now
+ *   waits for the other inserter.
+ * heap_insert, the index entries and the confirmation or kill make the WAL
+ * records, statistics (a killed tuple counts as an insert and a delete) and
+ * serializable conflict checks that INSERT makes.  Like the SQL statement,
+ * it first makes the transaction's earlier changes visible and takes the
+ * snapshot the statement would run with, carried by the executor state as
+ * ExecutorStart sets it (from 19 on, the pre-check itself fetches a
+ * conflicting row with it under REPEATABLE READ); and under REPEATABLE READ
+ * and SERIALIZABLE it checks a conflicting row against that snapshot
+ * (check_conflict_visible).
+ */
+RlDirectInsertStatus
+rl_direct_insert(Oid relid, text *name, text *key, int16 shard,
+				 const RlState *state)
+{
+	Relation	rel = table_open(relid, RowExclusiveLock);
+	Relation	index = open_usable_primary_key(rel);
+	Snapshot	snapshot;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	List	   *arbiters;
+	MemoryContext caller;
+	RlDirectInsertStatus status;
+
+	if (index == NULL)
+	{
+		table_close(rel, NoLock);
+		return RL_DIRECT_INSERT_UNSUPPORTED;
+	}
+	index_close(index, NoLock);
+
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+
+	estate = CreateExecutorState();
+	estate->es_snapshot = snapshot;
+	estate->es_output_cid = GetCurrentCommandId(true);
+	caller = MemoryContextSwitchTo(estate->es_query_cxt);
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, true);
+	arbiters = arbiter_indexes(rri);
+
+	slot = table_slot_create(rel, NULL);
+	ExecClearTuple(slot);
+	slot->tts_values[0] = PointerGetDatum(name);
+	slot->tts_values[1] = PointerGetDatum(key);
+	slot->tts_values[2] = Int16GetDatum(shard);
+	slot->tts_values[ATT_VALUE - 1] = Float8GetDatum(state->value);
+	slot->tts_values[ATT_TS - 1] = TimestampTzGetDatum(state->ts);
+	memset(slot->tts_isnull, false, NATTS * sizeof(bool));
+	ExecStoreVirtualTuple(slot);
+	ExecMaterializeSlot(slot);
+	slot->tts_tableOid = RelationGetRelid(rel);
+
+	for (;;)
+	{
+		ItemPointerData conflict_tid;
+		uint32		token;
+		bool		spec_conflict = false;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!compat_check_index_constraints(rri, slot, estate, &conflict_tid,
+											arbiters))
+		{
+			if (IsolationUsesXactSnapshot())
+				check_conflict_visible(rel, &conflict_tid, snapshot);
+			status = RL_DIRECT_CONFLICT;
+			break;
+		}
+
+		token = SpeculativeInsertionLockAcquire(GetCurrentTransactionId());
+		table_tuple_insert_speculative(rel, slot, estate->es_output_cid, 0,
+									   NULL, token);
+		list_free(compat_insert_speculative_index_tuples(rri, slot, estate,
+														 arbiters,
+														 &spec_conflict));
+		table_tuple_complete_speculative(rel, slot, token, !spec_conflict);
+		SpeculativeInsertionLockRelease(GetCurrentTransactionId());
+		if (!spec_conflict)
+		{
+			status = RL_DIRECT_INSERTED;
+			break;
+		}
+	}
+
+	ExecDropSingleTupleTableSlot(slot);
+	ExecCloseIndices(rri);
+	MemoryContextSwitchTo(caller);
+	FreeExecutorState(estate);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, NoLock);
+	return status;
 }

@@ -32,6 +32,13 @@ typedef enum RlDirectStatus
  */
 typedef bool (*RlDirectDecide) (const RlState *state, bool complete,
 								void *arg, RlState *write);
+/* What rl_direct_insert did. */
+typedef enum RlDirectInsertStatus
+{
+	RL_DIRECT_INSERTED,
+	RL_DIRECT_CONFLICT,			/* the row exists: nothing inserted */
+	RL_DIRECT_INSERT_UNSUPPORTED	/* use the SQL path */
+} RlDirectInsertStatus;
 
 extern void rl_direct_init(void);
 extern RlDirectStatus rl_direct_lock(Oid relid, text *name, text *key,
@@ -45,5 +52,8 @@ extern RlDirectStatus rl_direct_read(Oid relid, text *name, text *key,
 extern RlDirectStatus rl_direct_consume(Oid relid, text *name, text *key,
 										int16 shard, RlDirectDecide decide,
 										void *arg);
+extern RlDirectInsertStatus rl_direct_insert(Oid relid, text *name,
+											 text *key, int16 shard,
+											 const RlState *state);
 
 #endif							/* RATELIMIT_DIRECT_H */

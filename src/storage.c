@@ -3,10 +3,11 @@
  * storage.c
  *	  Reading and writing rl_definitions and rate_limits.
  *
- * Locking and updating an existing state row go through the direct path
- * (direct.c) when it can serve the table and ratelimit.direct_access is
- * on; everything else, and those two when it cannot, runs the SQL below
- * through SPI.  Both paths follow the protocol described here.
+ * Reading, locking, updating and inserting a state row go through the
+ * direct path (direct.c) when it can serve the table and
+ * ratelimit.direct_access is on; everything else, and those when it
+ * cannot, runs the SQL below through SPI.  Both paths follow the
+ * protocol described here.
  *
  * Locking protocol.  A consuming call first decides from its row read
  * without a lock (rl_storage_consume): a refusal ends there, locking and
@@ -21,7 +22,8 @@
  * committed version; under REPEATABLE READ and SERIALIZABLE the executor
  * raises SQLSTATE 40001 instead, as for any FOR UPDATE.
  *
- * A key with no row is inserted with INSERT ... ON CONFLICT DO NOTHING.
+ * A key with no row is inserted with INSERT ... ON CONFLICT DO NOTHING
+ * (on the direct path, by the same speculative insertion).
  * When two sessions race to create the same key, the loser's insert waits
  * for the winner, inserts nothing, and the caller goes back to locking the
  * winner's row, so nobody ever starts from a second full bucket.
@@ -756,13 +758,25 @@ rl_storage_read_shards(text *name, text *key, int nshards, RlState *states,
 
 /*
  * Insert a state row for a new key; false when another transaction
- * inserted the same key first (its row can then be locked).
+ * inserted the same key first (its row can then be locked).  The direct
+ * path inserts it as the statement would (speculative insertion, see
+ * rl_direct_insert) when it can serve the table.
  */
 bool
 rl_storage_insert(const RlRowKey *row, const RlState *state)
 {
 	Datum		args[5];
 
+	switch (rl_direct_insert(state_relid(), row->name, row->key, row->shard,
+							 state))
+	{
+		case RL_DIRECT_INSERTED:
+			return true;
+		case RL_DIRECT_CONFLICT:
+			return false;
+		case RL_DIRECT_INSERT_UNSUPPORTED:
+			break;
+	}
 	row_args(row, args);
 	args[3] = Float8GetDatum(state->value);
 	args[4] = TimestampTzGetDatum(state->ts);

@@ -15,6 +15,18 @@ FROM (SELECT key::text AS key, count(*) FILTER (WHERE ok) AS granted FROM calls 
 JOIN rate_limits s ON s.name = 'many' AND s.key = c.key AND s.shard = 0;
 SELECT 'many: one state row per key called',
        (SELECT count(*) FROM rate_limits WHERE name = 'many') = (SELECT count(DISTINCT key) FROM calls);
+SELECT 'fresh: every key granted exactly min(calls, 3)',
+       bool_and(granted = least(made, 3))
+FROM (SELECT key, count(*) AS made, count(*) FILTER (WHERE ok) AS granted
+      FROM fresh_calls GROUP BY key) AS per_key;
+SELECT 'fresh: state = 3 - grants for every key, one row each',
+       bool_and(s.value = 3 - c.granted) AND count(s.key) = count(*)
+FROM (SELECT key::text AS key, count(*) FILTER (WHERE ok) AS granted FROM fresh_calls GROUP BY key) AS c
+LEFT JOIN rate_limits s ON s.name = 'fresh' AND s.key = c.key AND s.shard = 0;
+-- a killed speculative insertion counts as an insert and a delete, and
+-- nothing else here deletes: the race the phase is for did happen
+SELECT 'fresh: some first calls lost the race to insert after their pre-check',
+       n_tup_del > 0 FROM pg_stat_user_tables WHERE relname = 'rate_limits';
 SELECT 'long keys: every call granted', count(*) = 2400 FROM long_calls;
 SELECT 'long keys: state = capacity - calls for every key',
        bool_and(s.value = 1000000 - c.n) AND count(*) = count(DISTINCT c.key)

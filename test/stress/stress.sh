@@ -3,10 +3,15 @@
 # hammer one key whose capacity is 500 and whose refill is negligible
 # (one token a year), and must be granted exactly 500 times; then
 # 16 sessions call 1,000 keys of capacity 3 under a pinned clock, and every
-# key must be granted exactly min(calls, 3); then, with fillfactor 100 and
-# a snapshot held open, 8 sessions call 200 keys of 480 bytes, so that most
+# key must be granted exactly min(calls, 3); then 16 sessions call the same
+# brand-new key of capacity 3 together, a new one every 2 ms, so that first
+# calls race to insert its row (some lose after their pre-check, and their
+# speculative insertion is killed), with a second unique index on the
+# key's columns, and the same verdict; then, with fillfactor 100 and a
+# snapshot held open, 8 sessions call 200 keys of 480 bytes, so that most
 # updates are not HOT and need new index entries, and every key must hold
-# exactly capacity minus its calls.  amcheck then checks the state table and its index.
+# exactly capacity minus its calls.  amcheck then checks the state table
+# and its index.
 source "$(dirname "$0")/../lib.sh"
 rl_choose_tmp
 here=$RL_REPO/test/stress
@@ -21,6 +26,8 @@ SELECT rl_define('hot', 'token bucket', 1, '1 year', capacity => 500);
 SELECT rl_define('many', 'token bucket', 3, '1 minute');
 CREATE TABLE grants (n int);
 CREATE TABLE calls (key int, ok boolean);
+SELECT rl_define('fresh', 'token bucket', 3, '1 minute');
+CREATE TABLE fresh_calls (key bigint, ok boolean);
 SELECT rl_define('long', 'token bucket', 1000, '1 day', capacity => 1000000);
 CREATE TABLE long_calls (key int);
 SQL
@@ -28,6 +35,13 @@ SQL
 "$RL_BIN/pgbench" -n -c 16 -j 2 -t 100 -f "$here/hot.sql" "$db" >/dev/null
 PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
 	"$RL_BIN/pgbench" -n -c 16 -j 2 -t 400 -f "$here/many.sql" "$db" >/dev/null
+# with a second unique index on the key's columns, which INSERT ... ON
+# CONFLICT (name, key, shard) takes as an arbiter too: a call that loses the
+# race must find the winner's row, not raise 23505 from that index
+"$RL_BIN/psql" -X -q -d "$db" -c "CREATE UNIQUE INDEX fresh_same_columns ON rate_limits (shard, key, name)"
+PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
+	"$RL_BIN/pgbench" -n -c 16 -j 2 -T 5 -f "$here/fresh.sql" "$db" >/dev/null
+"$RL_BIN/psql" -X -q -d "$db" -c "DROP INDEX fresh_same_columns"
 "$RL_BIN/psql" -X -q -d "$db" -c "ALTER TABLE rate_limits SET (fillfactor = 100)"
 # a snapshot held open meanwhile keeps old versions from being pruned, so
 # pages fill and most updates must go to another page (not HOT)
@@ -44,4 +58,4 @@ if ! diff -u "$here/check.expected" "$RL_TMP/stress.out"; then
 	rl_log "stress: FAILED"
 	exit 1
 fi
-rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 2,400 non-HOT calls on long keys exact; amcheck clean"
+rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact; 2,400 non-HOT calls on long keys exact; amcheck clean"
