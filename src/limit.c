@@ -467,11 +467,18 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 			exists[1] = swap_exists;
 		}
 
-		/* rows that exist first, then missing ones; stop once one serves */
+		/*
+		 * Rows that exist first, then missing ones; stop once one serves.
+		 * Missing rows are created in shard order: creating a row waits
+		 * for another transaction creating it, so two calls creating the
+		 * same two shards of a new key in opposite orders would deadlock.
+		 */
 		for (int pass = 0; pass < 2; pass++)
 		{
-			for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 2; j++)
 			{
+				int			i = (pass == 1 && pick[1] < pick[0]) ? 1 - j : j;
+
 				if (tried[i] || exists[i] != (pass == 0))
 					continue;
 				tried[i] = true;
@@ -489,7 +496,12 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 		if (held->n == 2)
 			return;
 
-		/* both busy: now wait for the fuller one */
+		/*
+		 * Both busy: now wait for the fuller one.  When it cannot serve
+		 * count alone, the other is taken without waiting, as above, or
+		 * left busy, so that the answer minds both (decide_hold): waiting
+		 * for the second too could deadlock with a call holding it.
+		 */
 		rl_stats_both_shards_busy();
 		row.shard = pick[0];
 		if (rl_storage_lock(&row, &held->state[0], &held->tid[0]))
@@ -497,6 +509,10 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 			held->shard[0] = pick[0];
 			held->stored[0] = true;
 			held->n = 1;
+			if (rl_refill(&policy, target->origin, held->state[0],
+						  rl_clock_now()).value < count &&
+				!try_hold_shard(target, pick[1], held))
+				held->busy = pick[1];
 			return;
 		}
 	}

@@ -27,6 +27,13 @@ LEFT JOIN rate_limits s ON s.name = 'fresh' AND s.key = c.key AND s.shard = 0;
 -- nothing else here deletes: the race the phase is for did happen
 SELECT 'fresh: some first calls lost the race to insert after their pre-check',
        n_tup_del > 0 FROM pg_stat_user_tables WHERE relname = 'rate_limits';
+SELECT 'pair: every new key granted exactly once, both shards created',
+       bool_and(c.granted = 1 AND s.rows = 2 AND s.value = 1)
+FROM (SELECT key::text AS key, count(*) FILTER (WHERE ok) AS granted FROM pair_calls GROUP BY key) AS c
+LEFT JOIN (SELECT key, count(*) AS rows, sum(value) AS value FROM rate_limits
+           WHERE name = 'pair' GROUP BY key) AS s ON s.key = c.key;
+SELECT 'pair: some keys were called by more than one session',
+       bool_or(made > 1) FROM (SELECT count(*) AS made FROM pair_calls GROUP BY key) AS per_key;
 SELECT 'long keys: every call granted', count(*) = 2400 FROM long_calls;
 SELECT 'long keys: state = capacity - calls for every key',
        bool_and(s.value = 1000000 - c.n) AND count(*) = count(DISTINCT c.key)

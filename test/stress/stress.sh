@@ -7,7 +7,9 @@
 # brand-new key of capacity 3 together, a new one every 2 ms, so that first
 # calls race to insert its row (some lose after their pre-check, and their
 # speculative insertion is killed), with a second unique index on the
-# key's columns, and the same verdict; then, with fillfactor 100 and a
+# key's columns, and the same verdict; then the same with a two-shard
+# limit of 4 and calls of 3, so that every first call creates both shards
+# (granted exactly once per key, and no deadlock); then, with fillfactor 100 and a
 # snapshot held open, 8 sessions call 200 keys of 480 bytes, so that most
 # updates are not HOT and need new index entries, and every key must hold
 # exactly capacity minus its calls.  amcheck then checks the state table
@@ -28,6 +30,8 @@ CREATE TABLE grants (n int);
 CREATE TABLE calls (key int, ok boolean);
 SELECT rl_define('fresh', 'token bucket', 3, '1 minute');
 CREATE TABLE fresh_calls (key bigint, ok boolean);
+SELECT rl_define('pair', 'token bucket', 4, '1 minute', shards => 2);
+CREATE TABLE pair_calls (key bigint, ok boolean);
 SELECT rl_define('long', 'token bucket', 1000, '1 day', capacity => 1000000);
 CREATE TABLE long_calls (key int);
 SQL
@@ -42,6 +46,14 @@ PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
 PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
 	"$RL_BIN/pgbench" -n -c 16 -j 2 -T 5 -f "$here/fresh.sql" "$db" >/dev/null
 "$RL_BIN/psql" -X -q -d "$db" -c "DROP INDEX fresh_same_columns"
+# pgbench counts a deadlock (40P01) as a failed transaction, not an error
+out=$(PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
+	"$RL_BIN/pgbench" -n -c 16 -j 2 -T 5 -f "$here/fresh_pair.sql" "$db" 2>&1)
+if grep -q 'number of failed transactions: [1-9]' <<<"$out"; then
+	grep 'failed' <<<"$out" >&2
+	rl_log "stress: FAILED (calls creating the shards of a new key failed)"
+	exit 1
+fi
 "$RL_BIN/psql" -X -q -d "$db" -c "ALTER TABLE rate_limits SET (fillfactor = 100)"
 # a snapshot held open meanwhile keeps old versions from being pruned, so
 # pages fill and most updates must go to another page (not HOT)
@@ -58,4 +70,4 @@ if ! diff -u "$here/check.expected" "$RL_TMP/stress.out"; then
 	rl_log "stress: FAILED"
 	exit 1
 fi
-rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact; 2,400 non-HOT calls on long keys exact; amcheck clean"
+rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact, unsharded and on two shards; 2,400 non-HOT calls on long keys exact; amcheck clean"
