@@ -390,7 +390,11 @@ check_attempts(int attempt)
 
 /*
  * Lock one shard without waiting, creating it (full) if it has no row;
- * true and added to held when it is ours.
+ * true and added to held when it is ours.  Creating a row waits for
+ * another transaction creating it, and everything that waits for shards
+ * (hold_every_shard, and a call that found both of its shards busy) waits
+ * in ascending shard order: so a shard lower than one held is not created
+ * but left, as if busy.
  */
 static bool
 try_hold_shard(const RlTarget *target, int16 shard, RlHeld *held)
@@ -400,6 +404,9 @@ try_hold_shard(const RlTarget *target, int16 shard, RlHeld *held)
 	RlRowStatus status;
 
 	status = rl_storage_lock_nowait(&row, &held->state[k], &held->tid[k]);
+	for (int i = 0; i < k && status == RL_ROW_MISSING; i++)
+		if (held->shard[i] > shard)
+			return false;
 	if (status == RL_ROW_MISSING)
 	{
 		create_full_row(target, &row);
@@ -446,6 +453,8 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 	{
 		int16		pick[2];
 		bool		exists[2];
+		double		value[2];
+		bool		defer[2];
 		bool		tried[2] = {false, false};
 		TimestampTz now = rl_clock_now();
 		RlRowKey	row = {target->name, target->key, 0};
@@ -455,31 +464,40 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 		held->busy = -1;
 		pick[0] = (int16) compat_random_below(nshards);
 		pick[1] = (int16) ((pick[0] + 1 + compat_random_below(nshards - 1)) % nshards);
-		if (peek_shard(target, &policy, pick[1], now, &exists[1]) >
-			peek_shard(target, &policy, pick[0], now, &exists[0]))
+		value[0] = peek_shard(target, &policy, pick[0], now, &exists[0]);
+		value[1] = peek_shard(target, &policy, pick[1], now, &exists[1]);
+		if (value[1] > value[0])
 		{
 			int16		swap = pick[0];
 			bool		swap_exists = exists[0];
+			double		swap_value = value[0];
 
 			pick[0] = pick[1];
 			exists[0] = exists[1];
+			value[0] = value[1];
 			pick[1] = swap;
 			exists[1] = swap_exists;
+			value[1] = swap_value;
 		}
 
 		/*
-		 * Rows that exist first, then missing ones; stop once one serves.
-		 * Missing rows are created in shard order: creating a row waits
-		 * for another transaction creating it, so two calls creating the
-		 * same two shards of a new key in opposite orders would deadlock.
+		 * Rows that exist first, then the rest in shard order; stop once
+		 * one serves.  Creating a row waits for another transaction
+		 * creating it, so a call never creates a shard lower than one it
+		 * holds (try_hold_shard): an existing shard that cannot serve
+		 * alone, by its committed state, waits for the second pass when
+		 * the other shard is missing and lower.
 		 */
+		for (int i = 0; i < 2; i++)
+			defer[i] = exists[i] && !exists[1 - i] &&
+				pick[1 - i] < pick[i] && value[i] < count;
 		for (int pass = 0; pass < 2; pass++)
 		{
 			for (int j = 0; j < 2; j++)
 			{
 				int			i = (pass == 1 && pick[1] < pick[0]) ? 1 - j : j;
 
-				if (tried[i] || exists[i] != (pass == 0))
+				if (tried[i] || (pass == 0 && (!exists[i] || defer[i])))
 					continue;
 				tried[i] = true;
 				if (try_hold_shard(target, pick[i], held) && held->n == 1 &&

@@ -32,6 +32,9 @@ SELECT rl_define('fresh', 'token bucket', 3, '1 minute');
 CREATE TABLE fresh_calls (key bigint, ok boolean);
 SELECT rl_define('pair', 'token bucket', 4, '1 minute', shards => 2);
 CREATE TABLE pair_calls (key bigint, ok boolean);
+SELECT rl_define('m2', 'token bucket', 1, '1 year', capacity => 20, shards => 2);
+SELECT rl_define('m3', 'token bucket', 1, '1 year', capacity => 30, shards => 3);
+SELECT rl_define('m4', 'token bucket', 1, '1 year', capacity => 40, shards => 4);
 SELECT rl_define('long', 'token bucket', 1000, '1 day', capacity => 1000000);
 CREATE TABLE long_calls (key int);
 SQL
@@ -52,6 +55,16 @@ out=$(PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
 if grep -q 'number of failed transactions: [1-9]' <<<"$out"; then
 	grep 'failed' <<<"$out" >&2
 	rl_log "stress: FAILED (calls creating the shards of a new key failed)"
+	exit 1
+fi
+# calls, refunds, rl_gc and rl_limit_all on a few sharded keys: a call that
+# held a shard and created a lower missing one deadlocked with a refund
+out=$(PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z -c deadlock_timeout=50ms" \
+	"$RL_BIN/pgbench" -n -c 24 -j 2 -T 5 -f "$here/mix_limit.sql@10" \
+	-f "$here/mix_refund.sql@6" -f "$here/mix_gc.sql@1" -f "$here/mix_all.sql@3" "$db" 2>&1)
+if grep -q 'number of failed transactions: [1-9]' <<<"$out"; then
+	grep 'failed' <<<"$out" >&2
+	rl_log "stress: FAILED (sharded calls, refunds and rl_gc failed)"
 	exit 1
 fi
 "$RL_BIN/psql" -X -q -d "$db" -c "ALTER TABLE rate_limits SET (fillfactor = 100)"

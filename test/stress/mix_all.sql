@@ -1,0 +1,7 @@
+-- the sharded mix: rl_limit, rl_refund, rl_gc and rl_limit_all on a few keys of
+-- limits of 2 to 4 shards; shards go missing (rl_gc) and are created again
+\set n random(2,4)
+\set k random(1,6)
+\set k2 random(1,6)
+\set cnt random(1,10)
+SELECT ok FROM rl_limit_all(ARRAY['m' || :n, 'm' || :n], ARRAY[:k::text, :k2::text], ARRAY[:cnt, :cnt]::float8[]);
