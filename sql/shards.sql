@@ -66,6 +66,33 @@ SELECT shard, value FROM rate_limits WHERE name = 'r2' ORDER BY shard;
 SELECT ok FROM rl_limit('r2', 'k', 16, reserve => true);
 SELECT ok FROM rl_limit('r2', 'k', 17, reserve => true);
 
+-- a call two shards must share takes the two fullest, the pair rl_check
+-- decides on: 4 shards of 10, two full and two at 2, and a call of 15,
+-- which only the full pair serves, is granted every time (a random pair
+-- is refused five times in six)
+SELECT rl_define('p4', 'token bucket', 40, '1 hour', shards => 4);
+DO $$
+DECLARE
+  granted int := 0;
+  checked int := 0;
+BEGIN
+  FOR i IN 1..30 LOOP
+    DELETE FROM rate_limits WHERE name = 'p4';
+    INSERT INTO rate_limits
+    SELECT 'p4', 'k', s, CASE WHEN s IN (1, 3) THEN 10 ELSE 2 END, '2026-01-01 00:00:00+00'
+    FROM generate_series(0, 3) AS s;
+    IF (rl_check('p4', 'k', 15)).ok THEN
+      checked := checked + 1;
+    END IF;
+    IF (rl_limit('p4', 'k', 15)).ok THEN
+      granted := granted + 1;
+    END IF;
+  END LOOP;
+  RAISE NOTICE 'rl_check granted % of 30, rl_limit granted % of 30', checked, granted;
+END
+$$;
+SELECT shard, value FROM rate_limits WHERE name = 'p4' ORDER BY shard;
+
 -- fixed windows shard too; every shard shares the key's phase
 SELECT rl_define('w2', 'fixed window', 10, '1 hour', shards => 2, start => '2026-01-01 00:00:00+00');
 SELECT * FROM rl_limit('w2', 'k', 7);

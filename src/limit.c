@@ -436,7 +436,8 @@ peek_shard(const RlTarget *target, const RlPolicy *policy, int16 shard,
 
 /*
  * Hold the shards a call on a sharded limit decides on.  Of two shards
- * picked at random, those with rows are tried first, the fuller first,
+ * picked at random (or, the first time, the pair prefer names, when not
+ * NULL), those with rows are tried first, the fuller first,
  * without waiting (SKIP LOCKED); a shard with no row is created only when
  * no existing one served, since creating a row waits for anyone creating
  * it too.  The second shard is taken only when the first cannot serve
@@ -444,7 +445,8 @@ peek_shard(const RlTarget *target, const RlPolicy *policy, int16 shard,
  * when both shards are busy.
  */
 static void
-hold_shards(const RlTarget *target, double count, RlHeld *held)
+hold_shards(const RlTarget *target, double count, const int16 *prefer,
+			RlHeld *held)
 {
 	RlPolicy	policy = row_policy(target);
 	int			nshards = target->policy.shards;
@@ -462,8 +464,16 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 		check_attempts(attempt);
 		held->n = 0;
 		held->busy = -1;
-		pick[0] = (int16) compat_random_below(nshards);
-		pick[1] = (int16) ((pick[0] + 1 + compat_random_below(nshards - 1)) % nshards);
+		if (attempt == 0 && prefer != NULL)
+		{
+			pick[0] = prefer[0];
+			pick[1] = prefer[1];
+		}
+		else
+		{
+			pick[0] = (int16) compat_random_below(nshards);
+			pick[1] = (int16) ((pick[0] + 1 + compat_random_below(nshards - 1)) % nshards);
+		}
 		value[0] = peek_shard(target, &policy, pick[0], now, &exists[0]);
 		value[1] = peek_shard(target, &policy, pick[1], now, &exists[1]);
 		if (value[1] > value[0])
@@ -538,16 +548,18 @@ hold_shards(const RlTarget *target, double count, RlHeld *held)
 
 /*
  * Hold the rows a call decides on, all of them existing and locked: the
- * one row of an unsharded limit, or one or two shards of a sharded one.
+ * one row of an unsharded limit, or one or two shards of a sharded one
+ * (prefer: see hold_shards).
  */
 static void
-hold_rows(const RlTarget *target, double count, RlHeld *held)
+hold_rows(const RlTarget *target, double count, const int16 *prefer,
+		  RlHeld *held)
 {
 	RlRowKey	row = {target->name, target->key, 0};
 
 	if (target->policy.shards > 1)
 	{
-		hold_shards(target, count, held);
+		hold_shards(target, count, prefer, held);
 		return;
 	}
 	held->busy = -1;
@@ -571,6 +583,9 @@ typedef struct UnlockedCall
 	bool		reserve;
 	RlAnswer   *answer;
 	bool		granted;		/* decide_shard_alone: the shard served */
+	int16		pair[2];		/* consume_shards_unlocked: the two fullest
+								 * probed shards, when only they together
+								 * could serve; else -1 */
 } UnlockedCall;
 
 /*
@@ -684,7 +699,10 @@ fullest_probe(const RlTarget *target, const RlState *seen, const bool *want,
  * Otherwise (a shard to create, serving shards all busy, a call two
  * shards must share, a shard that changed since it was read, or the SQL
  * path, which locks before it writes) returns false, and the caller takes
- * the locking path (hold_shards), which may wait.
+ * the locking path (hold_shards), which may wait.  A call two shards must
+ * share tries the two fullest probed first (call->pair): the pair rl_peek
+ * (rl_check) decides on when every shard was probed, so that the call is
+ * not refused by a random pair where rl_check said it would be granted.
  */
 static bool
 consume_shards_unlocked(UnlockedCall *call)
@@ -755,6 +773,11 @@ consume_shards_unlocked(UnlockedCall *call)
 		recheck_definition(call->target, call->count, call->reserve);
 		decide_held(target, &held, call->count, call->reserve, call->answer);
 		decided = !call->answer->ok;
+		if (!decided)
+		{
+			call->pair[0] = order[a];
+			call->pair[1] = order[b];
+		}
 	}
 	else if (any_free_short)
 	{
@@ -785,13 +808,13 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 {
 	RlRowKey	row = {target->name, target->key, 0};
 	RlHeld		held;
-	UnlockedCall call = {target, count, reserve, answer};
+	UnlockedCall call = {target, count, reserve, answer, false, {-1, -1}};
 
 	if (target->policy.shards > 1)
 	{
 		if (consume_shards_unlocked(&call))
 			return;
-		hold_rows(target, count, &held);
+		hold_rows(target, count, call.pair[0] >= 0 ? call.pair : NULL, &held);
 		recheck_definition(target, count, reserve);
 		decide_hold(target, &held, count, reserve, answer);
 		if (answer->ok)
@@ -1114,7 +1137,7 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		rl_target_check_count(&targets[i], total[i], reserve);
 		if (calls)
 			rl_stats_attribute(&calls[i]);
-		hold_rows(&targets[i], total[i], &held[i]);
+		hold_rows(&targets[i], total[i], NULL, &held[i]);
 	}
 	if (calls)
 		rl_stats_attribute(NULL);
@@ -1235,7 +1258,7 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 	{
 		RlHeld		held;
 
-		hold_rows(target, amount, &held);
+		hold_rows(target, amount, NULL, &held);
 		states[0] = held.state[0];
 		tids[0] = held.tid[0];
 	}

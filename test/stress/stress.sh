@@ -9,7 +9,9 @@
 # speculative insertion is killed), with a second unique index on the
 # key's columns, and the same verdict; then the same with a two-shard
 # limit of 4 and calls of 3, so that every first call creates both shards
-# (granted exactly once per key, and no deadlock); then, with fillfactor 100 and a
+# (granted exactly once per key, and no deadlock); then 24 sessions mix
+# calls, refunds, rl_gc and rl_limit_all on a few keys of 2 to 4 shards,
+# with no failed transaction (no deadlock); then, with fillfactor 100 and a
 # snapshot held open, 8 sessions call 200 keys of 480 bytes, so that most
 # updates are not HOT and need new index entries, and every key must hold
 # exactly capacity minus its calls.  amcheck then checks the state table
@@ -83,4 +85,4 @@ if ! diff -u "$here/check.expected" "$RL_TMP/stress.out"; then
 	rl_log "stress: FAILED"
 	exit 1
 fi
-rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact, unsharded and on two shards; 2,400 non-HOT calls on long keys exact; amcheck clean"
+rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact, unsharded and on two shards; sharded calls, refunds and rl_gc mixed without a deadlock; 2,400 non-HOT calls on long keys exact; amcheck clean"
