@@ -133,13 +133,24 @@ measure() {
 }
 for ((round = 0; round < reps; round++)); do
 	measure bare_ms ms "SELECT bench_bare_update(100000)"
-	measure limit_ms ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('keys', k)).ok"
-	measure limit_off_ms ms_off "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('keys', k)).ok"
+	# statistics on and off: which runs first alternates between rounds
+	for stats in $( ((round % 2)) && echo "off on" || echo "on off"); do
+		if [ "$stats" = on ]; then
+			measure limit_ms ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('keys', k)).ok"
+		else
+			measure limit_off_ms ms_off "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (rl_limit('keys', k)).ok"
+		fi
+	done
 	measure plpgsql_ms ms "SELECT count(*) FROM generate_series(1, 100000) AS k WHERE (bench_plpgsql_limit('keys', k::text, 1)).ok"
 	measure first_ms first_calls "$round"
 	measure bare4 tps bare.sql 4
-	measure keys4 tps keys.sql 4
-	measure keys4_off tps_off keys.sql 4
+	for stats in $( ((round % 2)) && echo "off on" || echo "on off"); do
+		if [ "$stats" = on ]; then
+			measure keys4 tps keys.sql 4
+		else
+			measure keys4_off tps_off keys.sql 4
+		fi
+	done
 	measure keys16 tps keys.sql 16
 	measure hot1 tps hot.sql 16 -D limit=hot1
 	measure hot16 tps hot.sql 16 -D limit=hot16
