@@ -8,9 +8,11 @@
 # synchronous_commit = on (set with ALTER SYSTEM and checked by compare.js):
 # the comparison is about what a durable commit costs.  It also runs with
 # checkpoint_timeout = 30min and max_wal_size = 8GB, so that no checkpoint
-# falls inside the runs (see compare.js's setup).  Three redis-server
-# processes of our own, on Unix sockets only (port 0) under ./tmp/redis:
-# AOF everysec, AOF always, and no persistence.
+# falls inside the runs (see compare.js's setup), and with autovacuum off,
+# so that no run is charged for WAL a background vacuum wrote (compare.js
+# vacuums after its setup; the runs are too short to need more).  Three
+# redis-server processes of our own, on Unix sockets only (port 0) under
+# ./tmp/redis: AOF everysec, AOF always, and no persistence.
 #
 # Installs, under ./tmp only and only for this target: the npm packages of
 # package-lock.json (npm ci), and when missing the Debian packages nodejs
@@ -103,6 +105,9 @@ ALTER SYSTEM SET max_connections = 100;
 -- then changes every page once, so that no run writes full-page images)
 ALTER SYSTEM SET checkpoint_timeout = '30min';
 ALTER SYSTEM SET max_wal_size = '8GB';
+-- WAL is counted cluster-wide: a vacuum would be charged to the run it
+-- lands in (the 0 bytes of a refused call among them)
+ALTER SYSTEM SET autovacuum = off;
 SQL
 rl_as_server "$RL_BIN/pg_ctl" -D "$RL_DATA" -l "$RL_LOGDIR/postgresql.log" -w restart >/dev/null
 redis_sockets=
