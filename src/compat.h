@@ -235,21 +235,6 @@ compat_decode_datetime(char **field, int *ftype, int nf, int *dtype,
 #endif
 }
 
-/* Uniform random draws. */
-#include "common/pg_prng.h"
-
-static inline double
-compat_random_double(void)
-{
-	return pg_prng_double(&pg_global_prng_state);
-}
-
-static inline uint64
-compat_random_below(uint64 n)
-{
-	return pg_prng_uint64_range(&pg_global_prng_state, 0, n - 1);
-}
-
 /*
  * Named segments of the DSM registry (17+), for shared memory without
  * shared_preload_libraries.  In 19 the initialisation callback takes an

@@ -38,6 +38,7 @@
 
 #include "common/hashfn.h"
 #include "common/int.h"
+#include "common/pg_prng.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
@@ -192,7 +193,7 @@ try_permits(const RlTarget *target, int32 permits)
 	int			n = (int) target->policy.capacity;
 	int			hi = target->policy.has_max_reserved ?
 		(int) target->policy.max_reserved : n;
-	int			start = (int) compat_random_below((uint64) n);
+	int			start = (int) pg_prng_uint64_range(&pg_global_prng_state, 0, n - 1);
 	uint16	   *taken = palloc(sizeof(uint16) * permits);
 	int			got = 0;
 	int			held = 0;

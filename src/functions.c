@@ -16,6 +16,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "common/pg_prng.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -221,7 +222,7 @@ add_jitter(const RlTarget *target, bool jitter, RlAnswer *answer)
 {
 	if (jitter && !answer->ok)
 		answer->retry_after += rl_jitter(target->policy.period,
-										 compat_random_double());
+										 pg_prng_double(&pg_global_prng_state));
 }
 
 /* The rl_result row for an answer. */

@@ -20,6 +20,7 @@
  */
 #include "postgres.h"
 
+#include "common/pg_prng.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -46,6 +47,13 @@ typedef struct RlHeld
 	RlState		state[2];
 	ItemPointerData tid[2];
 } RlHeld;
+
+/* A uniform draw from 0 .. n - 1 (n > 0), for picking shards. */
+static inline int
+random_below(int n)
+{
+	return (int) pg_prng_uint64_range(&pg_global_prng_state, 0, (uint64) n - 1);
+}
 
 /* Check a name and key (NULL for the shared key) and store them. */
 void
@@ -471,8 +479,8 @@ hold_shards(const RlTarget *target, double count, const int16 *prefer,
 		}
 		else
 		{
-			pick[0] = (int16) compat_random_below(nshards);
-			pick[1] = (int16) ((pick[0] + 1 + compat_random_below(nshards - 1)) % nshards);
+			pick[0] = (int16) random_below(nshards);
+			pick[1] = (int16) ((pick[0] + 1 + random_below(nshards - 1)) % nshards);
 		}
 		value[0] = peek_shard(target, &policy, pick[0], now, &exists[0]);
 		value[1] = peek_shard(target, &policy, pick[1], now, &exists[1]);
@@ -725,7 +733,7 @@ consume_shards_unlocked(UnlockedCall *call)
 		order[s] = (int16) s;
 	for (int p = 0; p < probes; p++)
 	{
-		int			k = p + (int) compat_random_below(nshards - p);
+		int			k = p + random_below(nshards - p);
 		int16		shard = order[k];
 		RlRowKey	row = {target->name, target->key, shard};
 		ShardProbe	probe = {call};
