@@ -422,6 +422,11 @@ const redisShape = {
     ['rl', 'rl_limit, synchronous_commit = on', rlQuery('redis_on', "SELECT ok FROM rl_limit('ext_redis', $1::text)", REDIS_KEYS)],
     ['rl_async', 'rl_limit, synchronous_commit = off in the call',
       rlQuery('redis_off', "SELECT ok FROM rl_limit('ext_redis', $1::text), set_config('synchronous_commit', 'off', true)", REDIS_KEYS)],
+    // No limiter at all: the same prepared round trip with a statement that
+    // reads nothing and writes nothing, the most any call through
+    // node-postgres to this server can reach here.
+    ['pg_floor', 'no limiter: SELECT $1 through node-postgres (floor)',
+      rlQuery('redis_floor', 'SELECT $1::text IS NOT NULL AS ok', REDIS_KEYS)],
   ],
 };
 
@@ -545,6 +550,9 @@ async function main() {
     ['async_redis_everysec', 'rl_limit, synchronous_commit off / Redis AOF everysec',
       ratio(at8('redis', 'rl_async'), at8('redis', 'redis_everysec'))],
     ['sync_redis_always', 'rl_limit, synchronous_commit on / Redis AOF always', ratio(at8('redis', 'rl'), at8('redis', 'redis_always'))],
+    ['floor_redis_everysec', 'no limiter, SELECT $1 (floor) / Redis AOF everysec',
+      ratio(at8('redis', 'pg_floor'), at8('redis', 'redis_everysec'))],
+    ['async_floor', 'rl_limit, synchronous_commit off / SELECT $1 (floor)', ratio(at8('redis', 'rl_async'), at8('redis', 'pg_floor'))],
   ].map(([name, label, value, digits = 2]) => [name, label, fmt(value, digits)]);
   console.log(`\n${pad('ratios at 8 clients', 70)}${lpad('ratio', 8)}`);
   for (const [, label, value] of figures) console.log(`${pad(label, 70)}${lpad(value, 8)}`);
