@@ -9,6 +9,8 @@
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
+#   make profile  perf profiles of one backend running make bench's per-call
+#               statements (root, or perf_event_paranoid <= 1)
 #
 # Packagers: plain `make && make install` (PG_CONFIG=...) builds against any
 # pg_config, and `make installcheck` runs the regression suites against a
@@ -54,7 +56,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-external
+.PHONY: run stop test unit bench bench-external profile
 run:
 	test/run-demo.sh
 
@@ -69,6 +71,9 @@ bench:
 
 bench-external:
 	test/bench/external/run.sh
+
+profile:
+	test/bench/profile.sh
 
 unit: test/unit/test_algebra
 	test/unit/test_algebra
