@@ -503,8 +503,9 @@ rl_direct_read(Oid relid, text *name, text *key, int16 shard, RlState *state,
 
 /*
  * Whether another transaction, still running, holds the version in slot
- * (locked or updated it), or several do (a multixact of lockers that is
- * still running, this transaction perhaps among them).  Only a hint, read
+ * (locked or updated it), or several do (a multixact of lockers, or of
+ * lockers and an updater, that is still running, this transaction perhaps
+ * among them).  Only a hint, read
  * under a share lock on the page: heap_update decides.  It spares a call
  * that would find the row busy the transaction id heap_update assigns
  * before it looks, and the wait heap_update would make: a busy shard is
@@ -525,9 +526,18 @@ held_by_another(TupleTableSlot *slot)
 	if ((infomask & HEAP_XMAX_INVALID) != 0)
 		return false;
 	if ((infomask & HEAP_XMAX_IS_MULTI) != 0)
-		return HEAP_XMAX_IS_LOCKED_ONLY(infomask) &&
-			!HEAP_LOCKED_UPGRADED(infomask) &&
+	{
+		/*
+		 * A multixact that holds an update too (a transaction that locked
+		 * the row in a subtransaction, or under FOR KEY SHARE of another,
+		 * and then wrote it) is as busy as a plain updater: heap_update
+		 * would wait for it.
+		 */
+		if (!HEAP_XMAX_IS_LOCKED_ONLY(infomask))
+			return MultiXactIdIsRunning(xmax, false);
+		return !HEAP_LOCKED_UPGRADED(infomask) &&
 			MultiXactIdIsRunning(xmax, true);
+	}
 	if (!TransactionIdIsNormal(xmax))
 		return false;
 	return !TransactionIdIsCurrentTransactionId(xmax) &&
