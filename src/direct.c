@@ -20,8 +20,10 @@
  *   READ COMMITTED, the transaction's under REPEATABLE READ and
  *   SERIALIZABLE.  The index scan and heap fetch take the same predicate
  *   locks a SELECT takes.
- * - The lock is SELECT ... FOR UPDATE's: table_tuple_lock in
- *   LockTupleExclusive mode, waiting or skipping.  Under READ COMMITTED it
+ * - The lock is SELECT ... FOR NO KEY UPDATE's, the one heap_update takes
+ *   for a version whose key columns stay (rl_gc's, before a delete, is
+ *   FOR UPDATE's): table_tuple_lock in LockTupleNoKeyExclusive mode
+ *   (LockTupleExclusive), waiting or skipping.  Under READ COMMITTED it
  *   follows the update chain and locks the newest version, which must
  *   still be the same name, key and shard (an edit by hand may have
  *   changed them: then, as EvalPlanQual's recheck finds, there is no
@@ -112,7 +114,7 @@ INTEGER_BTREE_FAM_OID};
  *
  * The direct path writes what UPDATE ... SET value, ts would write, and
  * nothing else: it serves a table only when the executor would do nothing
- * more for that UPDATE (or for SELECT ... FOR UPDATE).  So anything that
+ * more for that UPDATE (or for SELECT ... FOR NO KEY UPDATE).  So anything that
  * makes ExecUpdate, CheckValidResultRel or ExecConstraints act sends the
  * call to SQL, which then does it, or raises what it raises:
  * - a transaction that may not write (read only, a hot standby, parallel
@@ -239,17 +241,17 @@ serialization_failure(void)
 }
 
 /*
- * Lock the row version at tid FOR UPDATE, as SELECT ... FOR UPDATE locks
- * it: under READ COMMITTED the newest version of its update chain.
+ * Lock the row version at tid in mode, as SELECT ... FOR NO KEY UPDATE
+ * (LockTupleNoKeyExclusive) or FOR UPDATE (LockTupleExclusive) locks it:
+ * under READ COMMITTED the newest version of its update chain.
  */
 static TM_Result
 lock_version(Relation rel, ItemPointer tid, Snapshot snapshot,
-			 TupleTableSlot *slot, LockWaitPolicy policy,
+			 TupleTableSlot *slot, LockTupleMode mode, LockWaitPolicy policy,
 			 TM_FailureData *tmfd)
 {
 	return table_tuple_lock(rel, tid, snapshot, slot,
-							GetCurrentCommandId(true), LockTupleExclusive,
-							policy,
+							GetCurrentCommandId(true), mode, policy,
 							IsolationUsesXactSnapshot() ? 0 :
 							TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
 							tmfd);
@@ -319,15 +321,19 @@ direct_row_close(DirectRow *d)
 }
 
 /*
- * Find the row (name, key, shard) of table relid and lock it FOR UPDATE,
- * waiting for another holder when wait, else skipping.  LOCKED fills
- * state and tid; BUSY fills state with the version the snapshot sees.
- * complete is false when the row holds a NULL (the caller refuses it).
+ * Find the row (name, key, shard) of table relid and lock it, waiting for
+ * another holder when wait, else skipping: FOR NO KEY UPDATE, the lock the
+ * UPDATE that follows takes (heap_update of a version whose key columns
+ * stay as they are), or FOR UPDATE when to_delete.  LOCKED fills state and
+ * tid; BUSY fills state with the version the snapshot sees.  complete is
+ * false when the row holds a NULL (the caller refuses it).
  */
 RlDirectStatus
 rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
-			   RlState *state, bool *complete, ItemPointer tid)
+			   bool to_delete, RlState *state, bool *complete,
+			   ItemPointer tid)
 {
+	LockTupleMode mode = to_delete ? LockTupleExclusive : LockTupleNoKeyExclusive;
 	DirectRow	d;
 	bool		found;
 	ItemPointerData found_tid;
@@ -349,18 +355,18 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 	if (wait && rl_stats_tracking())
 	{
 		/* a wait is counted and timed only when there is one */
-		result = lock_version(d.rel, &found_tid, d.snapshot, d.slot,
+		result = lock_version(d.rel, &found_tid, d.snapshot, d.slot, mode,
 							  LockWaitSkip, &tmfd);
 		if (result == TM_WouldBlock)
 		{
 			rl_stats_lock_wait_start();
-			result = lock_version(d.rel, &found_tid, d.snapshot, d.slot,
+			result = lock_version(d.rel, &found_tid, d.snapshot, d.slot, mode,
 								  LockWaitBlock, &tmfd);
 			rl_stats_lock_wait_end();
 		}
 	}
 	else
-		result = lock_version(d.rel, &found_tid, d.snapshot, d.slot,
+		result = lock_version(d.rel, &found_tid, d.snapshot, d.slot, mode,
 							  wait ? LockWaitBlock : LockWaitSkip, &tmfd);
 	switch (result)
 	{
@@ -502,14 +508,38 @@ rl_direct_read(Oid relid, text *name, text *key, int16 shard, RlState *state,
 }
 
 /*
- * Whether another transaction, still running, holds the version in slot
- * (locked or updated it), or several do (a multixact of lockers, or of
- * lockers and an updater, that is still running, this transaction perhaps
- * among them).  Only a hint, read
- * under a share lock on the page: heap_update decides.  It spares a call
- * that would find the row busy the transaction id heap_update assigns
- * before it looks, and the wait heap_update would make: a busy shard is
- * passed over.
+ * Whether a member of multixact multi, other than this transaction and
+ * still running, holds the row in a mode that conflicts with the no-key
+ * update a call makes: anything stronger than FOR KEY SHARE, the update of
+ * a multixact that also holds one included (a transaction that locked the
+ * row in a subtransaction, or while another held FOR KEY SHARE, and then
+ * wrote it).
+ */
+static bool
+multixact_holds(MultiXactId multi, bool lock_only)
+{
+	MultiXactMember *members;
+	int			n = GetMultiXactIdMembers(multi, &members, false, lock_only);
+	bool		busy = false;
+
+	for (int i = 0; i < n && !busy; i++)
+		busy = members[i].status != MultiXactStatusForKeyShare &&
+			!TransactionIdIsCurrentTransactionId(members[i].xid) &&
+			TransactionIdIsInProgress(members[i].xid);
+	if (n > 0)
+		pfree(members);
+	return busy;
+}
+
+/*
+ * Whether another transaction, still running, holds the version in slot in
+ * a mode the call's update would wait for: updated it, or locked it more
+ * strongly than FOR KEY SHARE, alone or in a multixact.  Only a hint, read
+ * under a share lock on the page: heap_update decides, and waits when it
+ * must.  It spares a call that would find the row busy the transaction id
+ * heap_update assigns before it looks, and the wait heap_update would
+ * make: a busy shard is passed over, as FOR NO KEY UPDATE SKIP LOCKED
+ * passes over it on the SQL path.
  */
 static bool
 held_by_another(TupleTableSlot *slot)
@@ -526,19 +556,12 @@ held_by_another(TupleTableSlot *slot)
 	if ((infomask & HEAP_XMAX_INVALID) != 0)
 		return false;
 	if ((infomask & HEAP_XMAX_IS_MULTI) != 0)
-	{
-		/*
-		 * A multixact that holds an update too (a transaction that locked
-		 * the row in a subtransaction, or under FOR KEY SHARE of another,
-		 * and then wrote it) is as busy as a plain updater: heap_update
-		 * would wait for it.
-		 */
-		if (!HEAP_XMAX_IS_LOCKED_ONLY(infomask))
-			return MultiXactIdIsRunning(xmax, false);
 		return !HEAP_LOCKED_UPGRADED(infomask) &&
-			MultiXactIdIsRunning(xmax, true);
-	}
+			multixact_holds(xmax, HEAP_XMAX_IS_LOCKED_ONLY(infomask));
 	if (!TransactionIdIsNormal(xmax))
+		return false;
+	if (HEAP_XMAX_IS_LOCKED_ONLY(infomask) &&
+		HEAP_XMAX_IS_KEYSHR_LOCKED(infomask))
 		return false;
 	return !TransactionIdIsCurrentTransactionId(xmax) &&
 		TransactionIdIsInProgress(xmax);
@@ -554,8 +577,9 @@ held_by_another(TupleTableSlot *slot)
  *   the transaction's own changes): DONE, having locked nothing, assigned
  *   no transaction id and written no WAL.
  * - The version read is still the newest and nobody holds it: the update
- *   succeeds, exactly as SELECT ... FOR UPDATE and then UPDATE would have
- *   written it, since nothing changed in between; DONE.
+ *   succeeds, exactly as SELECT ... FOR NO KEY UPDATE and then UPDATE
+ *   would have written it, since nothing changed in between, and holds
+ *   the same lock; DONE.
  * - Another transaction that is still running holds the row: BUSY,
  *   nothing written, and no transaction id assigned.
  * - heap_update found the row changed or deleted since the snapshot:

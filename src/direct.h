@@ -42,8 +42,9 @@ typedef enum RlDirectInsertStatus
 
 extern void rl_direct_init(void);
 extern RlDirectStatus rl_direct_lock(Oid relid, text *name, text *key,
-									 int16 shard, bool wait, RlState *state,
-									 bool *complete, ItemPointer tid);
+									 int16 shard, bool wait, bool to_delete,
+									 RlState *state, bool *complete,
+									 ItemPointer tid);
 extern bool rl_direct_update(Oid relid, ItemPointer tid,
 							 const RlState *state);
 extern RlDirectStatus rl_direct_read(Oid relid, text *name, text *key,

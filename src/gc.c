@@ -77,7 +77,7 @@ rl_gc_run(uint64 max_rows)
 		rl_target_for_row(&target, row.name, row.key, &row.policy);
 		if (!rl_row_is_idle(&target, row.state))
 			continue;
-		if (rl_storage_lock_nowait(&key, &locked, &tid) != RL_ROW_LOCKED)
+		if (rl_storage_lock_nowait(&key, true, &locked, &tid) != RL_ROW_LOCKED)
 			continue;
 		/* judge the locked row by the newest definition, as a call would */
 		if (!rl_definition_lookup(row.name, &current))

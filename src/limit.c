@@ -5,7 +5,7 @@
  *	  two of its shards), deciding at a time read after the locks are held,
  *	  and writing only what a granted decision changed.
  *
- * An unsharded limit is one row, locked FOR UPDATE; a key with no row is
+ * An unsharded limit is one row, locked FOR NO KEY UPDATE; a key with no row is
  * created by the granted call itself (see storage.c for the race).  A
  * sharded limit holds one or two of its N shards: two picked at random and
  * locked with SKIP LOCKED, waiting on one only when both are busy.  A shard
@@ -411,14 +411,16 @@ try_hold_shard(const RlTarget *target, int16 shard, RlHeld *held)
 	int			k = held->n;
 	RlRowStatus status;
 
-	status = rl_storage_lock_nowait(&row, &held->state[k], &held->tid[k]);
+	status = rl_storage_lock_nowait(&row, false, &held->state[k],
+									&held->tid[k]);
 	for (int i = 0; i < k && status == RL_ROW_MISSING; i++)
 		if (held->shard[i] > shard)
 			return false;
 	if (status == RL_ROW_MISSING)
 	{
 		create_full_row(target, &row);
-		status = rl_storage_lock_nowait(&row, &held->state[k], &held->tid[k]);
+		status = rl_storage_lock_nowait(&row, false, &held->state[k],
+									&held->tid[k]);
 	}
 	if (status != RL_ROW_LOCKED)
 		return false;

@@ -15,12 +15,13 @@
  * commits or rolls back (a rollback, or a rollback to a savepoint,
  * restores the tokens): on the direct path one heap_update of the version
  * read, when nobody holds it and it is still the newest, which is what
- * SELECT ... FOR UPDATE and then UPDATE would have written; otherwise, and
- * always on the SQL path, the call locks the row with SELECT ... FOR
- * UPDATE, decides again, and updates that row version by ctid.  Under
+ * SELECT ... FOR NO KEY UPDATE and then UPDATE would have written, holding
+ * the same lock; otherwise, and always on the SQL path, the call locks the
+ * row with SELECT ... FOR NO KEY UPDATE, decides again, and updates that
+ * row version by ctid.  (rl_gc locks FOR UPDATE, as its DELETE does.)  Under
  * READ COMMITTED a caller that waited on the lock sees the newest
  * committed version; under REPEATABLE READ and SERIALIZABLE the executor
- * raises SQLSTATE 40001 instead, as for any FOR UPDATE.
+ * raises SQLSTATE 40001 instead, as for any locking read.
  *
  * A key with no row is inserted with INSERT ... ON CONFLICT DO NOTHING
  * (on the direct path, by the same speculative insertion).
@@ -74,6 +75,7 @@ typedef enum RlPlanId
 	PLAN_READ,
 	PLAN_LOCK,
 	PLAN_LOCK_SKIP,
+	PLAN_LOCK_DELETE_SKIP,
 	PLAN_READ_SHARDS,
 	PLAN_INSERT,
 	PLAN_UPDATE,
@@ -129,12 +131,19 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"SELECT value, ts FROM ONLY %s.rate_limits WHERE " ROW_MATCH,
 		3, {TEXTOID, TEXTOID, INT2OID}
 	},
+	/* the lock the UPDATE that follows takes: its key columns stay */
 	[PLAN_LOCK] = {
 		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
-		" FOR UPDATE",
+		" FOR NO KEY UPDATE",
 		3, {TEXTOID, TEXTOID, INT2OID}
 	},
 	[PLAN_LOCK_SKIP] = {
+		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
+		" FOR NO KEY UPDATE SKIP LOCKED",
+		3, {TEXTOID, TEXTOID, INT2OID}
+	},
+	/* the lock the DELETE that follows takes */
+	[PLAN_LOCK_DELETE_SKIP] = {
 		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
 		" FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TEXTOID, INT2OID}
@@ -598,26 +607,28 @@ lock_row(RlPlanId id, const RlRowKey *row, RlState *state, ItemPointer tid)
 
 /* Lock a row through the direct path (direct.c), the state checked. */
 static RlDirectStatus
-direct_lock(const RlRowKey *row, bool wait, RlState *state, ItemPointer tid)
+direct_lock(const RlRowKey *row, bool wait, bool to_delete, RlState *state,
+			ItemPointer tid)
 {
 	bool		complete = true;
 	RlDirectStatus status;
 
 	status = rl_direct_lock(state_relid(), row->name, row->key, row->shard,
-							wait, state, &complete, tid);
+							wait, to_delete, state, &complete, tid);
 	if (status == RL_DIRECT_LOCKED || status == RL_DIRECT_BUSY)
 		check_state(state, complete);
 	return status;
 }
 
 /*
- * Lock a state row FOR UPDATE and read it; false when there is none.  tid
- * receives the locked version's address for rl_storage_update.
+ * Lock a state row FOR NO KEY UPDATE, the lock its UPDATE takes, and read
+ * it; false when there is none.  tid receives the locked version's
+ * address for rl_storage_update.
  */
 bool
 rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
-	switch (direct_lock(row, true, state, tid))
+	switch (direct_lock(row, true, false, state, tid))
 	{
 		case RL_DIRECT_LOCKED:
 			return true;
@@ -708,13 +719,17 @@ rl_storage_consume(const RlRowKey *row, RlStorageDecide decide, void *arg)
 }
 
 /*
- * Lock a state row FOR UPDATE SKIP LOCKED.  When nothing comes back, a
- * plain read tells a row another transaction holds from no row at all.
+ * Lock a state row without waiting: FOR NO KEY UPDATE SKIP LOCKED, or FOR
+ * UPDATE SKIP LOCKED when to_delete (rl_gc, whose DELETE then takes no
+ * stronger lock than it holds, so it cannot wait).  When nothing comes
+ * back, a plain read tells a row another transaction holds from no row at
+ * all.
  */
 RlRowStatus
-rl_storage_lock_nowait(const RlRowKey *row, RlState *state, ItemPointer tid)
+rl_storage_lock_nowait(const RlRowKey *row, bool to_delete, RlState *state,
+					   ItemPointer tid)
 {
-	switch (direct_lock(row, false, state, tid))
+	switch (direct_lock(row, false, to_delete, state, tid))
 	{
 		case RL_DIRECT_LOCKED:
 			return RL_ROW_LOCKED;
@@ -725,7 +740,8 @@ rl_storage_lock_nowait(const RlRowKey *row, RlState *state, ItemPointer tid)
 		default:
 			break;				/* unsupported: the SQL path */
 	}
-	if (lock_row(PLAN_LOCK_SKIP, row, state, tid))
+	if (lock_row(to_delete ? PLAN_LOCK_DELETE_SKIP : PLAN_LOCK_SKIP, row,
+				 state, tid))
 		return RL_ROW_LOCKED;
 	return rl_storage_read(row, state) ? RL_ROW_BUSY : RL_ROW_MISSING;
 }

@@ -84,7 +84,8 @@ extern bool rl_storage_lock(const RlRowKey *row, RlState *state,
 extern RlTryStatus rl_storage_consume(const RlRowKey *row,
 									  RlStorageDecide decide, void *arg);
 extern RlRowStatus rl_storage_lock_nowait(const RlRowKey *row,
-										  RlState *state, ItemPointer tid);
+										  bool to_delete, RlState *state,
+										  ItemPointer tid);
 extern void rl_storage_read_shards(text *name, text *key, int nshards,
 								   RlState *states, bool *found);
 extern bool rl_storage_insert(const RlRowKey *row, const RlState *state);
