@@ -126,7 +126,7 @@ footprint_parts=$("$RL_BIN/psql" -X -At -c "SELECT round(pg_relation_size('rate_
 # fillfactor, whose primary key is built after loading (a btree build fills
 # its leaves to 90 %, where keys inserted in random order leave them about
 # two thirds full).  The smallest these rows can be in this layout.
-footprint_packed=$("$RL_BIN/psql" -X -At -v ON_ERROR_STOP=1 <<'SQL'
+footprint_packed=$("$RL_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 <<'SQL'
 CREATE TEMP TABLE bench_packed (LIKE rate_limits) WITH (fillfactor = 90);
 INSERT INTO bench_packed SELECT * FROM rate_limits;
 ALTER TABLE bench_packed ADD PRIMARY KEY (name, key, shard);

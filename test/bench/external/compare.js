@@ -37,6 +37,12 @@ const CENTURY_S = 100 * 365.25 * 86400;
 
 const randomKey = (n) => String(1 + Math.floor(Math.random() * n));
 
+// The write floor of the Redis section: one UPDATE of one row by its
+// primary key, committed asynchronously (set_config in the statement, as
+// the rl_limit row sets it).
+const WRITE_FLOOR = "UPDATE ext_bare SET value = value - 1, ts = clock_timestamp() WHERE name = 'ext_redis'"
+  + " AND key = $1 AND shard = 0 AND set_config('synchronous_commit', 'off', true) IS NOT NULL RETURNING true AS ok";
+
 // ---------------------------------------------------------------- setup
 
 let admin;  // one connection for setup, checks and WAL positions
@@ -80,6 +86,12 @@ async function setup() {
                     rl_define('ext_redis', 'token bucket', 1e9, '1 second'),
                     rl_define('ext_refused', 'token bucket', 1, '100 years'),
                     rl_define('ext_race', 'token bucket', ${RACE_TOKENS}, '100 years')`);
+  // The write floor of the Redis section: a bare UPDATE of one row laid
+  // out like rate_limits, per key.
+  await sql(`CREATE TABLE ext_bare (name text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL,
+               shard smallint NOT NULL, value float8 NOT NULL, ts timestamptz NOT NULL,
+               PRIMARY KEY (name, key, shard)) WITH (fillfactor = 90)`);
+  await sql(`INSERT INTO ext_bare SELECT 'ext_redis', k::text, 0, 1e9, now() FROM generate_series(1, ${REDIS_KEYS}) AS k`);
   for (const t of ['rl_events_tx', 'rl_events_stmt', 'rlf_events']) {
     await sql(`CREATE TABLE ${t} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
                  key text NOT NULL, at timestamptz NOT NULL DEFAULT now(), body text NOT NULL)`);
@@ -113,6 +125,7 @@ async function setup() {
     await sql(`SELECT count(*) FROM generate_series(1, ${KEYS}) AS k WHERE (rl_limit('${name}', k)).ok`);
   }
   await sql(`SELECT count(*) FROM generate_series(1, ${REDIS_KEYS}) AS k WHERE (rl_limit('ext_redis', k)).ok`);
+  await sql('UPDATE ext_bare SET value = value - 1, ts = clock_timestamp()');
   await sql("SELECT rl_limit('ext_hot1'), rl_limit('ext_hot16', NULL, 1) FROM generate_series(1, 200)");
   await sql("SELECT rl_limit('ext_refused')");
   for (const o of [RLF.keys, RLF.app, RLF.hot, RLF.refused]) {
@@ -136,22 +149,24 @@ async function describeServer() {
   if (inside !== 'off' || after !== 'on') throw new Error(`set_config(..., true): ${inside} inside, ${after} after`);
   // The WAL flushes 200 calls cause, each way (pg_stat_wal counts only
   // real fsyncs: with fsync = off it stays at 0).
-  const flushes = async (text) => {
+  const flushes = async (text, nKeys = KEYS) => {
     const c = new pg.Client();
     await c.connect();
     const before = (await c.query('SELECT wal_sync FROM pg_stat_wal')).rows[0].wal_sync;
-    for (let i = 0; i < 200; i++) await c.query(text, [randomKey(KEYS)]);
+    for (let i = 0; i < 200; i++) await c.query(text, [randomKey(nKeys)]);
     await c.end();
     await new Promise((r) => setTimeout(r, 1200));  // statistics are flushed within a second
     return (await sql('SELECT wal_sync FROM pg_stat_wal')).rows[0].wal_sync - before;
   };
   const on = await flushes("SELECT ok FROM rl_limit('ext_keys', $1::text)");
   const off = await flushes("SELECT ok FROM rl_limit('ext_keys', $1::text), set_config('synchronous_commit', 'off', true)");
+  const offWrite = await flushes(WRITE_FLOOR, REDIS_KEYS);
   if (on < 150) throw new Error(`200 calls with synchronous_commit on flushed the WAL ${on} times: fsync is not in effect`);
+  if (off >= 100 || offWrite >= 100) throw new Error(`set_config(synchronous_commit, off): ${off} and ${offWrite} flushes in 200 calls`);
   console.log(`server: ${s.v.replace(/ on .*/, '')}; fsync = ${s.fsync}, synchronous_commit = ${s.sc}, ` +
     `wal_writer_delay = ${s.wwd}, shared_buffers = ${s.sb}`);
   console.log(`check: 200 autocommit rl_limit calls flushed the WAL ${on} times with synchronous_commit on, ` +
-    `${off} times with it off in the call's own statement`);
+    `${off} times with it off in the call's own statement (${offWrite} for the bare UPDATE of the write floor)`);
 }
 
 // ---------------------------------------------------------------- systems
@@ -427,6 +442,9 @@ const redisShape = {
     // node-postgres to this server can reach here.
     ['pg_floor', 'no limiter: SELECT $1 through node-postgres (floor)',
       rlQuery('redis_floor', 'SELECT $1::text IS NOT NULL AS ok', REDIS_KEYS)],
+    // the least a write transaction costs (WRITE_FLOOR)
+    ['pg_write', 'no limiter: bare UPDATE, sync. commit off (write floor)',
+      rlQuery('redis_write', WRITE_FLOOR, REDIS_KEYS)],
   ],
 };
 
@@ -553,6 +571,10 @@ async function main() {
     ['floor_redis_everysec', 'no limiter, SELECT $1 (floor) / Redis AOF everysec',
       ratio(at8('redis', 'pg_floor'), at8('redis', 'redis_everysec'))],
     ['async_floor', 'rl_limit, synchronous_commit off / SELECT $1 (floor)', ratio(at8('redis', 'rl_async'), at8('redis', 'pg_floor'))],
+    ['write_redis_everysec', 'no limiter, bare UPDATE, sync. commit off / Redis AOF everysec',
+      ratio(at8('redis', 'pg_write'), at8('redis', 'redis_everysec'))],
+    ['async_write', 'rl_limit, synchronous_commit off / bare UPDATE, off (write floor)',
+      ratio(at8('redis', 'rl_async'), at8('redis', 'pg_write'))],
   ].map(([name, label, value, digits = 2]) => [name, label, fmt(value, digits)]);
   console.log(`\n${pad('ratios at 8 clients', 70)}${lpad('ratio', 8)}`);
   for (const [, label, value] of figures) console.log(`${pad(label, 70)}${lpad(value, 8)}`);
