@@ -108,6 +108,39 @@ static const Oid key_opfamilies[3] = {TEXT_BTREE_FAM_OID, TEXT_BTREE_FAM_OID,
 INTEGER_BTREE_FAM_OID};
 
 /*
+ * Whether an UPDATE of value and ts takes FOR UPDATE's lock rather than FOR
+ * NO KEY UPDATE's: when a unique index (one a foreign key could reference)
+ * has either among its columns, they are key columns, and heap_update
+ * locks a version whose key columns it changes as FOR UPDATE does.  Never
+ * so on the table as installed.
+ */
+static bool
+updates_key_columns(Relation rel)
+{
+	Bitmapset  *keys = RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_KEY);
+	bool		result;
+
+	result = bms_is_member(ATT_VALUE - FirstLowInvalidHeapAttributeNumber, keys) ||
+		bms_is_member(ATT_TS - FirstLowInvalidHeapAttributeNumber, keys);
+	bms_free(keys);
+	return result;
+}
+
+/*
+ * The same for table relid, for the SQL path, which must lock a row as its
+ * UPDATE will.
+ */
+bool
+rl_direct_update_locks_key(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	bool		result = updates_key_columns(rel);
+
+	table_close(rel, NoLock);
+	return result;
+}
+
+/*
  * The primary key of the table, opened, when the direct path may serve the
  * table in this transaction; else NULL, and the call runs the SQL
  * statements.
@@ -126,7 +159,10 @@ INTEGER_BTREE_FAM_OID};
  *   collations (ALTER TABLE ... ALTER COLUMN TYPE);
  * - a primary key that is not exactly (name, key, shard) with the default
  *   btree operator classes and the C collation, which the scan keys
- *   address by position.
+ *   address by position;
+ * - a unique index that makes value or ts a key column, so that UPDATE
+ *   would lock FOR UPDATE rather than FOR NO KEY UPDATE, which is what the
+ *   one-touch write and rl_direct_lock hold.
  * Inheritance children are ignored on both paths (the SQL statements say
  * ONLY).  NOT NULL constraints hold, since the direct path writes no NULL; unique
  * and exclusion constraints on other indexes are checked when index
@@ -151,7 +187,7 @@ open_usable_primary_key(Relation rel)
 		rel->rd_rules != NULL ||
 		(desc->constr != NULL &&
 		 (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
-		desc->natts != NATTS)
+		desc->natts != NATTS || updates_key_columns(rel))
 		return NULL;
 	for (int i = 0; i < NATTS; i++)
 	{

@@ -41,6 +41,7 @@ typedef enum RlDirectInsertStatus
 } RlDirectInsertStatus;
 
 extern void rl_direct_init(void);
+extern bool rl_direct_update_locks_key(Oid relid);
 extern RlDirectStatus rl_direct_lock(Oid relid, text *name, text *key,
 									 int16 shard, bool wait, bool to_delete,
 									 RlState *state, bool *complete,

@@ -75,7 +75,8 @@ typedef enum RlPlanId
 	PLAN_READ,
 	PLAN_LOCK,
 	PLAN_LOCK_SKIP,
-	PLAN_LOCK_DELETE_SKIP,
+	PLAN_LOCK_KEY,
+	PLAN_LOCK_KEY_SKIP,
 	PLAN_READ_SHARDS,
 	PLAN_INSERT,
 	PLAN_UPDATE,
@@ -142,8 +143,16 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" FOR NO KEY UPDATE SKIP LOCKED",
 		3, {TEXTOID, TEXTOID, INT2OID}
 	},
-	/* the lock the DELETE that follows takes */
-	[PLAN_LOCK_DELETE_SKIP] = {
+	/*
+	 * the lock a DELETE takes, and an UPDATE of a table where a unique index
+	 * makes value or ts a key column
+	 */
+	[PLAN_LOCK_KEY] = {
+		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
+		" FOR UPDATE",
+		3, {TEXTOID, TEXTOID, INT2OID}
+	},
+	[PLAN_LOCK_KEY_SKIP] = {
 		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
 		" FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TEXTOID, INT2OID}
@@ -623,11 +632,16 @@ direct_lock(const RlRowKey *row, bool wait, bool to_delete, RlState *state,
 /*
  * Lock a state row FOR NO KEY UPDATE, the lock its UPDATE takes, and read
  * it; false when there is none.  tid receives the locked version's
- * address for rl_storage_update.
+ * address for rl_storage_update.  On a table where a unique index makes
+ * value or ts a key column (which only the SQL path serves), its UPDATE
+ * locks FOR UPDATE, and so does this.
  */
 bool
 rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
+	RlPlanId	plan;
+	RlPlanId	plan_skip;
+
 	switch (direct_lock(row, true, false, state, tid))
 	{
 		case RL_DIRECT_LOCKED:
@@ -640,14 +654,24 @@ rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 			elog(ERROR, "a waiting lock of a rate limit row came back busy");
 			break;
 	}
+	if (rl_direct_update_locks_key(state_relid()))
+	{
+		plan = PLAN_LOCK_KEY;
+		plan_skip = PLAN_LOCK_KEY_SKIP;
+	}
+	else
+	{
+		plan = PLAN_LOCK;
+		plan_skip = PLAN_LOCK_SKIP;
+	}
 	if (!rl_stats_tracking())
-		return lock_row(PLAN_LOCK, row, state, tid);
+		return lock_row(plan, row, state, tid);
 
 	/* a wait is counted and timed only when the row is there and busy */
-	if (lock_row(PLAN_LOCK_SKIP, row, state, tid))
+	if (lock_row(plan_skip, row, state, tid))
 		return true;
 	rl_stats_lock_wait_start();
-	if (lock_row(PLAN_LOCK, row, state, tid))
+	if (lock_row(plan, row, state, tid))
 	{
 		rl_stats_lock_wait_end();
 		return true;
@@ -721,14 +745,16 @@ rl_storage_consume(const RlRowKey *row, RlStorageDecide decide, void *arg)
 /*
  * Lock a state row without waiting: FOR NO KEY UPDATE SKIP LOCKED, or FOR
  * UPDATE SKIP LOCKED when to_delete (rl_gc, whose DELETE then takes no
- * stronger lock than it holds, so it cannot wait).  When nothing comes
- * back, a plain read tells a row another transaction holds from no row at
- * all.
+ * stronger lock than it holds, so it cannot wait) or when the UPDATE would
+ * lock FOR UPDATE (see rl_storage_lock).  When nothing comes back, a plain
+ * read tells a row another transaction holds from no row at all.
  */
 RlRowStatus
 rl_storage_lock_nowait(const RlRowKey *row, bool to_delete, RlState *state,
 					   ItemPointer tid)
 {
+	RlPlanId	plan = PLAN_LOCK_SKIP;
+
 	switch (direct_lock(row, false, to_delete, state, tid))
 	{
 		case RL_DIRECT_LOCKED:
@@ -740,8 +766,9 @@ rl_storage_lock_nowait(const RlRowKey *row, bool to_delete, RlState *state,
 		default:
 			break;				/* unsupported: the SQL path */
 	}
-	if (lock_row(to_delete ? PLAN_LOCK_DELETE_SKIP : PLAN_LOCK_SKIP, row,
-				 state, tid))
+	if (to_delete || rl_direct_update_locks_key(state_relid()))
+		plan = PLAN_LOCK_KEY_SKIP;
+	if (lock_row(plan, row, state, tid))
 		return RL_ROW_LOCKED;
 	return rl_storage_read(row, state) ? RL_ROW_BUSY : RL_ROW_MISSING;
 }
