@@ -147,9 +147,9 @@ rl_direct_update_locks_key(Oid relid)
  *
  * The direct path writes what UPDATE ... SET value, ts would write, and
  * nothing else: it serves a table only when the executor would do nothing
- * more for that UPDATE (or for SELECT ... FOR NO KEY UPDATE).  So anything that
- * makes ExecUpdate, CheckValidResultRel or ExecConstraints act sends the
- * call to SQL, which then does it, or raises what it raises:
+ * more for that UPDATE (or for SELECT ... FOR NO KEY UPDATE).  So anything
+ * that makes ExecUpdate, CheckValidResultRel or ExecConstraints act sends
+ * the call to SQL, which then does it, or raises what it raises:
  * - a transaction that may not write (read only, a hot standby, parallel
  *   mode);
  * - another relation kind or table access method, a partition;
@@ -369,7 +369,8 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 			   bool to_delete, RlState *state, bool *complete,
 			   ItemPointer tid)
 {
-	LockTupleMode mode = to_delete ? LockTupleExclusive : LockTupleNoKeyExclusive;
+	LockTupleMode mode = to_delete ? LockTupleExclusive :
+		LockTupleNoKeyExclusive;
 	DirectRow	d;
 	bool		found;
 	ItemPointerData found_tid;

@@ -5,8 +5,8 @@
  *	  two of its shards), deciding at a time read after the locks are held,
  *	  and writing only what a granted decision changed.
  *
- * An unsharded limit is one row, locked FOR NO KEY UPDATE; a key with no row is
- * created by the granted call itself (see storage.c for the race).  A
+ * An unsharded limit is one row, locked FOR NO KEY UPDATE; a key with no
+ * row is created by the granted call itself (see storage.c for the race).  A
  * sharded limit holds one or two of its N shards: two picked at random and
  * locked with SKIP LOCKED, waiting on one only when both are busy.  A shard
  * with no row is first created at full capacity, which is exactly what a
@@ -420,7 +420,7 @@ try_hold_shard(const RlTarget *target, int16 shard, RlHeld *held)
 	{
 		create_full_row(target, &row);
 		status = rl_storage_lock_nowait(&row, false, &held->state[k],
-									&held->tid[k]);
+										&held->tid[k]);
 	}
 	if (status != RL_ROW_LOCKED)
 		return false;

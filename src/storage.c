@@ -103,6 +103,13 @@ typedef struct RlPlanSpec
 
 #define EQ " OPERATOR(pg_catalog.=) "
 #define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
+/* a read of one state row that locks it: strength is the FOR clause */
+#define LOCKING_READ(strength) \
+	{ \
+		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH \
+		" " strength, \
+		3, {TEXTOID, TEXTOID, INT2OID} \
+	}
 
 static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
@@ -133,30 +140,14 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		3, {TEXTOID, TEXTOID, INT2OID}
 	},
 	/* the lock the UPDATE that follows takes: its key columns stay */
-	[PLAN_LOCK] = {
-		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
-		" FOR NO KEY UPDATE",
-		3, {TEXTOID, TEXTOID, INT2OID}
-	},
-	[PLAN_LOCK_SKIP] = {
-		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
-		" FOR NO KEY UPDATE SKIP LOCKED",
-		3, {TEXTOID, TEXTOID, INT2OID}
-	},
+	[PLAN_LOCK] = LOCKING_READ("FOR NO KEY UPDATE"),
+	[PLAN_LOCK_SKIP] = LOCKING_READ("FOR NO KEY UPDATE SKIP LOCKED"),
 	/*
 	 * the lock a DELETE takes, and an UPDATE of a table where a unique index
 	 * makes value or ts a key column
 	 */
-	[PLAN_LOCK_KEY] = {
-		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
-		" FOR UPDATE",
-		3, {TEXTOID, TEXTOID, INT2OID}
-	},
-	[PLAN_LOCK_KEY_SKIP] = {
-		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH
-		" FOR UPDATE SKIP LOCKED",
-		3, {TEXTOID, TEXTOID, INT2OID}
-	},
+	[PLAN_LOCK_KEY] = LOCKING_READ("FOR UPDATE"),
+	[PLAN_LOCK_KEY_SKIP] = LOCKING_READ("FOR UPDATE SKIP LOCKED"),
 	[PLAN_READ_SHARDS] = {
 		"SELECT value, ts, shard FROM ONLY %s.rate_limits"
 		" WHERE name" EQ "$1 AND key" EQ "$2",
