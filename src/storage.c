@@ -605,6 +605,19 @@ lock_row(RlPlanId id, const RlRowKey *row, RlState *state, ItemPointer tid)
 	return true;
 }
 
+/*
+ * The SQL path's locking read of a state row: FOR UPDATE when key (the
+ * DELETE or UPDATE to follow takes that lock), else FOR NO KEY UPDATE;
+ * SKIP LOCKED when skip.
+ */
+static RlPlanId
+lock_plan(bool key, bool skip)
+{
+	if (key)
+		return skip ? PLAN_LOCK_KEY_SKIP : PLAN_LOCK_KEY;
+	return skip ? PLAN_LOCK_SKIP : PLAN_LOCK;
+}
+
 /* Lock a row through the direct path (direct.c), the state checked. */
 static RlDirectStatus
 direct_lock(const RlRowKey *row, bool wait, bool to_delete, RlState *state,
@@ -630,8 +643,7 @@ direct_lock(const RlRowKey *row, bool wait, bool to_delete, RlState *state,
 bool
 rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 {
-	RlPlanId	plan;
-	RlPlanId	plan_skip;
+	bool		key;
 
 	switch (direct_lock(row, true, false, state, tid))
 	{
@@ -645,24 +657,15 @@ rl_storage_lock(const RlRowKey *row, RlState *state, ItemPointer tid)
 			elog(ERROR, "a waiting lock of a rate limit row came back busy");
 			break;
 	}
-	if (rl_direct_update_locks_key(state_relid()))
-	{
-		plan = PLAN_LOCK_KEY;
-		plan_skip = PLAN_LOCK_KEY_SKIP;
-	}
-	else
-	{
-		plan = PLAN_LOCK;
-		plan_skip = PLAN_LOCK_SKIP;
-	}
+	key = rl_direct_update_locks_key(state_relid());
 	if (!rl_stats_tracking())
-		return lock_row(plan, row, state, tid);
+		return lock_row(lock_plan(key, false), row, state, tid);
 
 	/* a wait is counted and timed only when the row is there and busy */
-	if (lock_row(plan_skip, row, state, tid))
+	if (lock_row(lock_plan(key, true), row, state, tid))
 		return true;
 	rl_stats_lock_wait_start();
-	if (lock_row(plan, row, state, tid))
+	if (lock_row(lock_plan(key, false), row, state, tid))
 	{
 		rl_stats_lock_wait_end();
 		return true;
@@ -744,8 +747,6 @@ RlRowStatus
 rl_storage_lock_nowait(const RlRowKey *row, bool to_delete, RlState *state,
 					   ItemPointer tid)
 {
-	RlPlanId	plan = PLAN_LOCK_SKIP;
-
 	switch (direct_lock(row, false, to_delete, state, tid))
 	{
 		case RL_DIRECT_LOCKED:
@@ -757,9 +758,9 @@ rl_storage_lock_nowait(const RlRowKey *row, bool to_delete, RlState *state,
 		default:
 			break;				/* unsupported: the SQL path */
 	}
-	if (to_delete || rl_direct_update_locks_key(state_relid()))
-		plan = PLAN_LOCK_KEY_SKIP;
-	if (lock_row(plan, row, state, tid))
+	if (lock_row(lock_plan(to_delete ||
+						   rl_direct_update_locks_key(state_relid()), true),
+				 row, state, tid))
 		return RL_ROW_LOCKED;
 	return rl_storage_read(row, state) ? RL_ROW_BUSY : RL_ROW_MISSING;
 }

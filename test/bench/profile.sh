@@ -10,9 +10,10 @@
 #   refused        300,000 calls on a key that refuses every call
 #   bare UPDATE    make bench's baseline, bench_bare_update(100000)
 #
-# For each: the share of the backend's samples of the functions below the
-# extension's entry points (inclusive, "children"), then the functions
-# that spend the most samples themselves ("self").  Needs perf (Debian's
+# For each: the share of the backend's samples of each function and what
+# it calls (inclusive, "children"; the frames every statement has above it
+# left out), then the functions that spend the most samples themselves
+# ("self").  Needs perf (Debian's
 # linux-perf, installed when missing) and the right to record the server's
 # processes: root, or kernel.perf_event_paranoid <= 1 for the server's own
 # user.  make test does not use it.
