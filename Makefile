@@ -22,7 +22,8 @@ OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/concurrency.o src/functions.o src/gc.o src/http.o src/limit.o \
 	src/policy.o src/stats.o src/storage.o src/trigger.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
-	ratelimit--1.1--1.2.sql ratelimit--1.2.sql
+	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
+	ratelimit--1.2--1.3.sql ratelimit--1.3.sql
 # The PL/Proxy router script is run on a proxy database, not installed as an
 # extension: it goes with the documentation.
 DOCS = router/ratelimit_router.sql

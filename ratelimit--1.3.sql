@@ -1,0 +1,1072 @@
+/* ratelimit--1.3.sql */
+
+\echo Use "CREATE EXTENSION ratelimit" to load this file. \quit
+
+-- Every object lives in the schema CREATE EXTENSION chose (@extschema@);
+-- the C code finds its tables through the schema of the function called,
+-- never through search_path.
+
+CREATE TYPE @extschema@.rl_policy AS (
+	kind text,
+	rate float8,
+	period interval,
+	capacity float8,
+	max_reserved float8,
+	shards integer,
+	start timestamptz
+);
+COMMENT ON TYPE @extschema@.rl_policy IS
+	'a rate limit policy for inline use; build it with rl_token_bucket() or rl_fixed_window()';
+
+CREATE TYPE @extschema@.rl_result AS (
+	ok boolean,
+	retry_after interval,
+	remaining float8,
+	reset_after interval
+);
+COMMENT ON TYPE @extschema@.rl_result IS
+	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window';
+
+CREATE TYPE @extschema@.rl_state AS (
+	value float8,
+	ts timestamptz
+);
+COMMENT ON TYPE @extschema@.rl_state IS
+	'the two numbers of a limit, brought forward to now: tokens held and the time they are counted at';
+
+-- Cold: definitions, written rarely, read on every call.
+CREATE TABLE @extschema@.rl_definitions (
+	name text COLLATE "C" PRIMARY KEY
+		CHECK (octet_length(name) OPERATOR(pg_catalog.>=) 1
+			AND octet_length(name) OPERATOR(pg_catalog.<=) 256),
+	kind text NOT NULL
+		CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['token bucket', 'fixed window'])),
+	rate float8 NOT NULL,
+	period interval NOT NULL,
+	capacity float8 NOT NULL,
+	max_reserved float8,
+	shards integer NOT NULL DEFAULT 1,
+	start timestamptz
+);
+COMMENT ON TABLE @extschema@.rl_definitions IS
+	'named rate limit definitions; write them with rl_define() and rl_undefine()';
+
+-- Hot: two numbers per (name, key, shard), updated in place.  The NULL key
+-- is stored as '' (empty keys are refused), so the primary key stays
+-- unique.  fillfactor leaves room on each page for HOT updates.
+CREATE TABLE @extschema@.rate_limits (
+	name text COLLATE "C" NOT NULL,
+	key text COLLATE "C" NOT NULL,
+	shard smallint NOT NULL,
+	value float8 NOT NULL,
+	ts timestamptz NOT NULL,
+	PRIMARY KEY (name, key, shard)
+) WITH (fillfactor = 90);
+COMMENT ON TABLE @extschema@.rate_limits IS
+	'rate limit state: tokens (value) at time ts per (name, key, shard); key '''' is the shared NULL key';
+
+REVOKE ALL ON TABLE @extschema@.rl_definitions FROM PUBLIC;
+REVOKE ALL ON TABLE @extschema@.rate_limits FROM PUBLIC;
+
+-- Policy constructors: pure, checked.
+
+CREATE FUNCTION @extschema@.rl_token_bucket(
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1)
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_token_bucket'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) IS
+	'an inline token bucket policy: rate tokens per period, up to capacity (default rate)';
+
+CREATE FUNCTION @extschema@.rl_fixed_window(
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1,
+	start timestamptz DEFAULT NULL)
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_fixed_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) IS
+	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate)';
+
+-- Administration.
+
+CREATE FUNCTION @extschema@.rl_define(
+	name text,
+	kind text,
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1,
+	start timestamptz DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_define'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) IS
+	'create or replace a named rate limit; existing state is kept';
+
+CREATE FUNCTION @extschema@.rl_undefine(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_undefine'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_undefine(text) IS
+	'drop a named rate limit and all its state';
+
+-- Per-key functions: one C function serves every key type; a non-text
+-- key is stored as its text form.  Only the text version defaults the key,
+-- so rl_limit('name') is not ambiguous; smallint has its own versions because
+-- it would otherwise be ambiguous between integer and bigint.
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key text DEFAULT NULL,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key bigint,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key integer,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key smallint,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key uuid,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, text) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, bigint) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, integer) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key smallint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, smallint) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key uuid)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, uuid) IS
+	'forget the state of one key (every shard): it starts again from a full bucket';
+
+CREATE TYPE @extschema@.rl_all_result AS (
+	ok boolean,
+	retry_after interval,
+	refused_name text,
+	refused_key text
+);
+COMMENT ON TYPE @extschema@.rl_all_result IS
+	'the answer of rl_limit_all: granted?, the longest retry_after, and the limit that refused';
+
+CREATE FUNCTION @extschema@.rl_limit_all(
+	names text[],
+	keys text[],
+	counts float8[],
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_all_result
+AS 'MODULE_PATHNAME', 'rl_limit_all'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) IS
+	'consume from several limits at once, all or nothing; rows are locked in one canonical order';
+
+CREATE FUNCTION @extschema@.rl_enforce()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'rl_enforce'
+LANGUAGE C SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_enforce() IS
+	'row trigger: rl_enforce(name, key_column [, count]) consumes per row and raises RL001 when refused';
+
+-- Grants: everything starts revoked from PUBLIC; then anyone may build
+-- policies and consume, check and read limits.  Defining, undefining and
+-- resetting limits stay with the extension owner until granted.
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_enforce() TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) TO PUBLIC;
+
+-- Definitions are configuration: pg_dump saves them with the database.
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_definitions', '');
+
+-- Idle-key cleanup.  Administrative: not granted to PUBLIC.
+CREATE FUNCTION @extschema@.rl_gc(max_rows integer DEFAULT 10000)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'rl_gc'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_gc(integer) IS
+	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows; returns how many';
+REVOKE ALL ON FUNCTION @extschema@.rl_gc(integer) FROM PUBLIC;
+
+-- One stored row brought forward to now; the computing half of rl_status.
+CREATE FUNCTION @extschema@.rl_status_row(
+	config @extschema@.rl_policy,
+	name text,
+	key text,
+	stored_value float8,
+	stored_ts timestamptz,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT remaining float8,
+	OUT reset_after interval,
+	OUT idle boolean)
+AS 'MODULE_PATHNAME', 'rl_status_row'
+LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) IS
+	'one state row (stored key, '''' for NULL) brought forward to now under a policy; used by the view rl_status';
+REVOKE ALL ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) TO PUBLIC;
+
+-- Monitoring.  Reads without locking; not granted to PUBLIC, since it
+-- lists every key (user ids, addresses) the limiter has seen.
+CREATE VIEW @extschema@.rl_status AS
+SELECT s.name,
+	NULLIF(s.key, '') AS key,
+	s.shard,
+	d.kind,
+	d.rate,
+	d.period,
+	d.capacity,
+	d.shards,
+	n.value,
+	n.ts,
+	n.remaining,
+	n.reset_after,
+	n.idle,
+	s.value AS stored_value,
+	s.ts AS stored_ts
+FROM @extschema@.rate_limits s
+LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
+LEFT JOIN LATERAL @extschema@.rl_status_row(
+	CASE WHEN d.name IS NOT NULL THEN
+		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
+			d.start)::@extschema@.rl_policy
+	END,
+	s.name, s.key, s.value, s.ts) n ON true;
+COMMENT ON VIEW @extschema@.rl_status IS
+	'every stored (name, key, shard) with its definition and its state brought forward to now; locks nothing';
+COMMENT ON COLUMN @extschema@.rl_status.key IS 'the key; NULL for the limit shared by the whole name';
+COMMENT ON COLUMN @extschema@.rl_status.shard IS 'the shard, 0 for an unsharded limit';
+COMMENT ON COLUMN @extschema@.rl_status.capacity IS 'the whole limit''s capacity (a shard holds capacity / shards)';
+COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding); NULL when the name has no definition';
+COMMENT ON COLUMN @extschema@.rl_status.ts IS 'the time value is counted at';
+COMMENT ON COLUMN @extschema@.rl_status.remaining IS 'tokens a call could take now without reserving';
+COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket: until full again; fixed window: until the next window';
+COMMENT ON COLUMN @extschema@.rl_status.idle IS 'full, so rl_gc would delete the row without changing any answer';
+COMMENT ON COLUMN @extschema@.rl_status.stored_value IS 'value as stored in rate_limits';
+COMMENT ON COLUMN @extschema@.rl_status.stored_ts IS 'ts as stored in rate_limits';
+REVOKE ALL ON @extschema@.rl_status FROM PUBLIC;
+
+-- Every change to rl_definitions tells each backend to drop the
+-- definitions it has cached.
+CREATE FUNCTION @extschema@.rl_definitions_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'rl_definitions_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION @extschema@.rl_definitions_changed() IS
+	'statement trigger on rl_definitions: invalidates the definitions every backend has cached';
+REVOKE ALL ON FUNCTION @extschema@.rl_definitions_changed() FROM PUBLIC;
+CREATE TRIGGER rl_definitions_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rl_definitions
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_definitions_changed ON @extschema@.rl_definitions IS
+	'keeps the per-backend definition caches fresh';
+-- ALWAYS: also for changes a logical-replication worker applies, and under
+-- session_replication_role = replica (as pg_restore --disable-triggers).
+ALTER TABLE @extschema@.rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_changed;
+
+-- Live state is data: pg_dump saves it with the definitions, so a
+-- restore does not hand everyone a full bucket (or a fresh daily quota).
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limits', '');
+
+-- Refunds, penalties, blocks and HTTP fields (1.2)
+--
+-- rl_refund gives tokens back, rl_penalize takes them without a check,
+-- rl_block refuses every call on a key for a while.  All three write the
+-- key's state inside the caller's transaction, like rl_limit.  None is
+-- granted to PUBLIC: a refund lets its caller take more than the limit
+-- allows, and a penalty or block denies service to any key.  rl_headers
+-- only computes, and is granted to PUBLIC like rl_check.
+CREATE FUNCTION @extschema@.rl_refund(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_refund'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_refund(text, text, float8, @extschema@.rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+CREATE FUNCTION @extschema@.rl_refund(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_refund'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_refund(text, bigint, float8, @extschema@.rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+CREATE FUNCTION @extschema@.rl_refund(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_refund'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_refund(text, integer, float8, @extschema@.rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+CREATE FUNCTION @extschema@.rl_refund(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_refund'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_refund(text, smallint, float8, @extschema@.rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+CREATE FUNCTION @extschema@.rl_refund(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_refund'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_refund(text, uuid, float8, @extschema@.rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+CREATE FUNCTION @extschema@.rl_penalize(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_penalize'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_penalize(text, text, float8, @extschema@.rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+CREATE FUNCTION @extschema@.rl_penalize(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_penalize'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_penalize(text, bigint, float8, @extschema@.rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+CREATE FUNCTION @extschema@.rl_penalize(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_penalize'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_penalize(text, integer, float8, @extschema@.rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+CREATE FUNCTION @extschema@.rl_penalize(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_penalize'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_penalize(text, smallint, float8, @extschema@.rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+CREATE FUNCTION @extschema@.rl_penalize(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_penalize'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_penalize(text, uuid, float8, @extschema@.rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+CREATE FUNCTION @extschema@.rl_block(
+	name text,
+	key text,
+	duration interval,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_block'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_block(text, text, interval, @extschema@.rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+CREATE FUNCTION @extschema@.rl_block(
+	name text,
+	key bigint,
+	duration interval,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_block'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_block(text, bigint, interval, @extschema@.rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+CREATE FUNCTION @extschema@.rl_block(
+	name text,
+	key integer,
+	duration interval,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_block'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_block(text, integer, interval, @extschema@.rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+CREATE FUNCTION @extschema@.rl_block(
+	name text,
+	key smallint,
+	duration interval,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_block'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_block(text, smallint, interval, @extschema@.rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+CREATE FUNCTION @extschema@.rl_block(
+	name text,
+	key uuid,
+	duration interval,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_block'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_block(text, uuid, interval, @extschema@.rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+CREATE FUNCTION @extschema@.rl_headers(
+	name text,
+	result @extschema@.rl_result,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'rl_headers'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy) IS
+	'the HTTP fields RateLimit-Policy, RateLimit and (when denied) Retry-After for an answer of rl_limit or rl_check on name, as a jsonb object';
+REVOKE ALL ON FUNCTION @extschema@.rl_refund(text, text, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_refund(text, bigint, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_refund(text, integer, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_refund(text, smallint, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_refund(text, uuid, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_penalize(text, text, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_penalize(text, bigint, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_penalize(text, integer, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_penalize(text, smallint, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_penalize(text, uuid, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_block(text, text, interval, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_block(text, bigint, interval, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_block(text, integer, interval, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_block(text, smallint, interval, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_block(text, uuid, interval, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy) TO PUBLIC;
+-- concurrency limits (1.2)
+
+-- A concurrency limit is a definition of kind 'concurrency' (permits held
+-- until the transaction ends, rl_acquire) or 'concurrency lease' (leases
+-- held until released or expired, rl_lease), with its permits in capacity
+-- and no rate or period.
+ALTER TABLE @extschema@.rl_definitions
+	ALTER COLUMN rate DROP NOT NULL,
+	ALTER COLUMN period DROP NOT NULL,
+	DROP CONSTRAINT rl_definitions_kind_check,
+	ADD CONSTRAINT rl_definitions_kind_check CHECK (
+		CASE WHEN kind OPERATOR(pg_catalog.=) ANY (ARRAY['concurrency', 'concurrency lease'])
+		THEN rate IS NULL AND period IS NULL
+			AND shards OPERATOR(pg_catalog.=) 1 AND start IS NULL
+			AND capacity OPERATOR(pg_catalog.>=) 1
+			AND capacity OPERATOR(pg_catalog.<=) 1000
+			AND capacity OPERATOR(pg_catalog.=) pg_catalog.trunc(capacity)
+			-- permits lowered: the highest number they had (slots in use)
+			AND (max_reserved IS NULL OR (kind OPERATOR(pg_catalog.=) 'concurrency'
+				AND max_reserved OPERATOR(pg_catalog.>) capacity
+				AND max_reserved OPERATOR(pg_catalog.<=) 1000
+				AND max_reserved OPERATOR(pg_catalog.=) pg_catalog.trunc(max_reserved)))
+		ELSE kind OPERATOR(pg_catalog.=) ANY (ARRAY['token bucket', 'fixed window'])
+			AND rate IS NOT NULL AND period IS NOT NULL
+		END);
+
+-- Leases outlive the transaction that took them, so they are rows.  A
+-- lease counts while it is neither released nor expired; rl_gc deletes it
+-- once it has expired.
+CREATE TABLE @extschema@.rl_leases (
+	id uuid PRIMARY KEY,
+	name text COLLATE "C" NOT NULL,
+	key text COLLATE "C" NOT NULL,
+	permits integer NOT NULL CHECK (permits OPERATOR(pg_catalog.>=) 1),
+	acquired timestamptz NOT NULL,
+	expires timestamptz NOT NULL,
+	released timestamptz
+);
+CREATE INDEX rl_leases_key ON @extschema@.rl_leases (name, key);
+CREATE INDEX rl_leases_expires ON @extschema@.rl_leases (expires);
+COMMENT ON TABLE @extschema@.rl_leases IS
+	'leases of concurrency limits: permits of (name, key) held from acquired until released or expires; key '''' is the shared NULL key';
+REVOKE ALL ON TABLE @extschema@.rl_leases FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_leases', '');
+
+CREATE FUNCTION @extschema@.rl_define_concurrency(
+	name text,
+	permits integer,
+	leases boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_define_concurrency'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_define_concurrency(text, integer, boolean) IS
+	'create or replace a concurrency limit: at most permits holders per key, taken with rl_acquire (or with rl_lease when leases)';
+REVOKE ALL ON FUNCTION @extschema@.rl_define_concurrency(text, integer, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key text DEFAULT NULL,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, text, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, text, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, text, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key bigint,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, bigint, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, bigint, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, bigint, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key integer,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, integer, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, integer, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, integer, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key smallint,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, smallint, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, smallint, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, smallint, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_acquire(
+	name text,
+	key uuid,
+	permits integer DEFAULT 1,
+	wait interval DEFAULT '0',
+	throws boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_acquire'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_acquire(text, uuid, integer, interval, boolean) IS
+	'take permits of a concurrency limit until the transaction (or savepoint) ends; whether granted';
+REVOKE ALL ON FUNCTION @extschema@.rl_acquire(text, uuid, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_acquire(text, uuid, integer, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key text,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, text, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, text, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, text, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key bigint,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, bigint, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, bigint, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, bigint, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key integer,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, integer, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, integer, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, integer, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key smallint,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, smallint, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, smallint, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, smallint, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_lease(
+	name text,
+	key uuid,
+	permits integer,
+	ttl interval)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'rl_lease'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_lease(text, uuid, integer, interval) IS
+	'take a lease of permits of a concurrency limit for ttl; its id, or NULL when the limit is full';
+REVOKE ALL ON FUNCTION @extschema@.rl_lease(text, uuid, integer, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_lease(text, uuid, integer, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_release(lease uuid)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_release'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_release(uuid) IS
+	'free a lease; true when it was held, false when already released or expired';
+REVOKE ALL ON FUNCTION @extschema@.rl_release(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_release(uuid) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_key_hash(key text)
+RETURNS oid
+AS 'MODULE_PATHNAME', 'rl_key_hash'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_key_hash(text) IS
+	'the hash of a name or key (NULL: the NULL key) in the lock tags of rl_acquire''s permits, as pg_locks shows them (classid, objid)';
+REVOKE ALL ON FUNCTION @extschema@.rl_key_hash(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_key_hash(text) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_now()
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'rl_now'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_now() IS
+	'the time ratelimit computes at: ratelimit.now_override when set, else the clock';
+REVOKE ALL ON FUNCTION @extschema@.rl_now() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_now() TO PUBLIC;
+
+-- Monitoring.  Not granted to PUBLIC, as rl_status.
+CREATE VIEW @extschema@.rl_permits AS
+SELECT d.name,
+	d.capacity::integer AS permits,
+	l.objid AS key_hash,
+	pg_catalog.count(*)::integer AS held,
+	pg_catalog.array_agg(DISTINCT l.pid) AS pids
+FROM pg_catalog.pg_locks l
+JOIN @extschema@.rl_definitions d
+	ON @extschema@.rl_key_hash(d.name) OPERATOR(pg_catalog.=) l.classid
+WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+	AND l.granted
+	AND l.objsubid OPERATOR(pg_catalog.>=) 16384
+	AND l.objsubid OPERATOR(pg_catalog.<) 17384
+	AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database
+		WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+	AND d.kind OPERATOR(pg_catalog.=) 'concurrency'
+GROUP BY d.name, d.capacity, l.objid;
+COMMENT ON VIEW @extschema@.rl_permits IS
+	'permits of concurrency limits held now by transactions (rl_acquire), per name and key hash, read from pg_locks';
+COMMENT ON COLUMN @extschema@.rl_permits.permits IS 'the limit: permits per key';
+COMMENT ON COLUMN @extschema@.rl_permits.key_hash IS 'rl_key_hash(key) of the key (pg_locks.objid); rl_key_hash(NULL) for the NULL key';
+COMMENT ON COLUMN @extschema@.rl_permits.held IS 'permits held now';
+COMMENT ON COLUMN @extschema@.rl_permits.pids IS 'the backends holding them';
+REVOKE ALL ON @extschema@.rl_permits FROM PUBLIC;
+
+CREATE VIEW @extschema@.rl_lease_status AS
+SELECT l.id AS lease,
+	l.name,
+	NULLIF(l.key, '') AS key,
+	l.permits,
+	l.acquired,
+	l.expires,
+	l.released,
+	l.released IS NULL AND l.expires OPERATOR(pg_catalog.>) @extschema@.rl_now() AS held
+FROM @extschema@.rl_leases l;
+COMMENT ON VIEW @extschema@.rl_lease_status IS
+	'every stored lease of a concurrency limit, and whether it holds its permits now';
+COMMENT ON COLUMN @extschema@.rl_lease_status.key IS 'the key; NULL for the limit shared by the whole name';
+COMMENT ON COLUMN @extschema@.rl_lease_status.released IS 'when rl_release freed it; NULL while not released';
+COMMENT ON COLUMN @extschema@.rl_lease_status.held IS 'neither released nor expired: its permits count against the limit';
+REVOKE ALL ON @extschema@.rl_lease_status FROM PUBLIC;
+-- per-limit statistics (1.2)
+-- Cumulative counters per (database, limit name), kept in shared memory by
+-- the library (src/stats.c): statistics, not transactional state.
+CREATE FUNCTION @extschema@.rl_stats_rows(
+	OUT dbid oid,
+	OUT name text,
+	OUT calls bigint,
+	OUT granted bigint,
+	OUT refused bigint,
+	OUT errors bigint,
+	OUT tokens float8,
+	OUT reservations bigint,
+	OUT deepest_reservation float8,
+	OUT lock_waits bigint,
+	OUT lock_wait_time float8,
+	OUT both_shards_busy bigint,
+	OUT last_refusal timestamptz,
+	OUT stats_reset timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'rl_stats_rows'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_stats_rows() IS
+	'the counters behind the view rl_stats, one row per (database, limit name) tracked';
+REVOKE ALL ON FUNCTION @extschema@.rl_stats_rows() FROM PUBLIC;
+
+-- Not granted to PUBLIC: it lists every limit name of every database.
+CREATE VIEW @extschema@.rl_stats AS
+SELECT s.dbid,
+	d.datname,
+	s.name,
+	s.calls,
+	s.granted,
+	s.refused,
+	s.errors,
+	s.tokens,
+	s.reservations,
+	s.deepest_reservation,
+	s.lock_waits,
+	s.lock_wait_time,
+	s.both_shards_busy,
+	s.last_refusal,
+	s.stats_reset
+FROM @extschema@.rl_stats_rows() s
+LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) s.dbid;
+COMMENT ON VIEW @extschema@.rl_stats IS
+	'per limit name and database: what consuming calls (rl_limit, rl_limit_all, rl_enforce) did since stats_reset; cumulative, not transactional';
+COMMENT ON COLUMN @extschema@.rl_stats.dbid IS 'the database the calls ran in';
+COMMENT ON COLUMN @extschema@.rl_stats.datname IS 'its name';
+COMMENT ON COLUMN @extschema@.rl_stats.name IS 'the limit name';
+COMMENT ON COLUMN @extschema@.rl_stats.calls IS 'consuming calls counted: granted + refused + errors';
+COMMENT ON COLUMN @extschema@.rl_stats.granted IS 'calls granted (in a refused rl_limit_all, a limit that would have granted)';
+COMMENT ON COLUMN @extschema@.rl_stats.refused IS 'calls refused, returned as ok = false or raised as RL001';
+COMMENT ON COLUMN @extschema@.rl_stats.errors IS 'calls that raised another error once their limit was known: an impossible count, a lock or statement timeout, a serialization failure, a cancel';
+COMMENT ON COLUMN @extschema@.rl_stats.tokens IS 'tokens granted calls took, reservations included';
+COMMENT ON COLUMN @extschema@.rl_stats.reservations IS 'granted calls that reserved: took the value below zero, and were told when to run';
+COMMENT ON COLUMN @extschema@.rl_stats.deepest_reservation IS 'the most tokens below zero a granted reservation left (0 if none)';
+COMMENT ON COLUMN @extschema@.rl_stats.lock_waits IS 'times a call found its row locked by another transaction and waited';
+COMMENT ON COLUMN @extschema@.rl_stats.lock_wait_time IS 'milliseconds spent in those waits, timed-out waits included';
+COMMENT ON COLUMN @extschema@.rl_stats.both_shards_busy IS 'times a sharded call found both shards it picked locked, and so waited for one';
+COMMENT ON COLUMN @extschema@.rl_stats.last_refusal IS 'the time of the latest refusal (the limiter''s clock); NULL if none';
+COMMENT ON COLUMN @extschema@.rl_stats.stats_reset IS 'since when this row counts: its first call, or rl_stats_reset(name)';
+REVOKE ALL ON @extschema@.rl_stats FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_stats_info_row(
+	OUT storage text,
+	OUT max_names integer,
+	OUT names integer,
+	OUT untracked_calls bigint,
+	OUT stats_reset timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'rl_stats_info'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_stats_info_row() IS
+	'the row of the view rl_stats_info';
+REVOKE ALL ON FUNCTION @extschema@.rl_stats_info_row() FROM PUBLIC;
+
+CREATE VIEW @extschema@.rl_stats_info AS
+SELECT storage, max_names, names, untracked_calls, stats_reset
+FROM @extschema@.rl_stats_info_row();
+COMMENT ON VIEW @extschema@.rl_stats_info IS
+	'where rl_stats is kept, how many names it tracks out of how many it may, and the calls it could not track';
+COMMENT ON COLUMN @extschema@.rl_stats_info.storage IS '''shared memory'' (preloaded), ''dsm registry'' (PostgreSQL 17+, not preloaded) or ''unavailable'' (15 and 16, not preloaded)';
+COMMENT ON COLUMN @extschema@.rl_stats_info.max_names IS 'the most (database, name) rows rl_stats holds: ratelimit.stats_max_names when the table was created';
+COMMENT ON COLUMN @extschema@.rl_stats_info.names IS 'rows rl_stats holds now';
+COMMENT ON COLUMN @extschema@.rl_stats_info.untracked_calls IS 'calls on names that found rl_stats full, counted nowhere else';
+COMMENT ON COLUMN @extschema@.rl_stats_info.stats_reset IS 'when the table was last emptied by rl_stats_reset(), or created';
+REVOKE ALL ON @extschema@.rl_stats_info FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_stats_reset(name text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_stats_reset'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_stats_reset(text) IS
+	'zero the statistics of one limit name in this database; with NULL, forget every row of rl_stats (every database)';
+REVOKE ALL ON FUNCTION @extschema@.rl_stats_reset(text) FROM PUBLIC;
