@@ -33,7 +33,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
-	concurrency stats new_keys
+	concurrency stats new_keys inline_policies
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -88,3 +88,7 @@ EXTRA_CLEAN = test/unit/test_algebra results regression.diffs regression.out out
 .PHONY: print-data
 print-data:
 	@echo $(DATA)
+
+# PGXS tracks no header dependencies (without --enable-depend): rebuild
+# every object when a header changes, since they share struct layouts.
+$(OBJS): $(wildcard src/*.h)

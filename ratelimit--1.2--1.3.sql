@@ -1,2 +1,47 @@
 -- ratelimit 1.2 -> 1.3
 \echo Use "ALTER EXTENSION ratelimit UPDATE TO '1.3'" to load this file. \quit
+
+-- Inline policies (1.3): each inline policy of a name keeps a state of its
+-- own, stored under the name, U+001F and the policy, so that no caller can
+-- refill or sink another caller's inline limit by calling its name with
+-- another policy.  State that 1.2 stored under the bare name of an inline
+-- limit is no longer read; rl_status shows the name and policy of the new
+-- rows, and rl_gc cleans them up like the rows of defined limits.
+-- The policy in the stored name of a limit used with an inline config:
+-- each inline policy of a name keeps a state of its own, stored under the
+-- name, U+001F and the policy.
+CREATE FUNCTION @extschema@.rl_inline_policy(name text)
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_inline_policy'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_inline_policy(text) IS
+	'the inline policy a stored state name carries (name, U+001F, policy); NULL for the name of a defined limit; used by the view rl_status';
+REVOKE ALL ON FUNCTION @extschema@.rl_inline_policy(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_inline_policy(text) TO PUBLIC;
+
+CREATE OR REPLACE VIEW @extschema@.rl_status AS
+SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
+	NULLIF(s.key, '') AS key,
+	s.shard,
+	(p.p).kind,
+	(p.p).rate,
+	(p.p).period,
+	(p.p).capacity,
+	(p.p).shards,
+	n.value,
+	n.ts,
+	n.remaining,
+	n.reset_after,
+	n.idle,
+	s.value AS stored_value,
+	s.ts AS stored_ts
+FROM @extschema@.rate_limits s
+LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
+CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
+		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
+			d.start)::@extschema@.rl_policy
+	ELSE @extschema@.rl_inline_policy(s.name)
+	END AS p) p
+LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts) n ON true;
+COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding); NULL for a row with no known policy (a name used with an inline config before 1.3)';
+COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';

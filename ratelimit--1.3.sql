@@ -469,17 +469,29 @@ COMMENT ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text,
 REVOKE ALL ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) TO PUBLIC;
 
+-- The policy in the stored name of a limit used with an inline config:
+-- each inline policy of a name keeps a state of its own, stored under the
+-- name, U+001F and the policy.
+CREATE FUNCTION @extschema@.rl_inline_policy(name text)
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_inline_policy'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_inline_policy(text) IS
+	'the inline policy a stored state name carries (name, U+001F, policy); NULL for the name of a defined limit; used by the view rl_status';
+REVOKE ALL ON FUNCTION @extschema@.rl_inline_policy(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_inline_policy(text) TO PUBLIC;
+
 -- Monitoring.  Reads without locking; not granted to PUBLIC, since it
 -- lists every key (user ids, addresses) the limiter has seen.
 CREATE VIEW @extschema@.rl_status AS
-SELECT s.name,
+SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	NULLIF(s.key, '') AS key,
 	s.shard,
-	d.kind,
-	d.rate,
-	d.period,
-	d.capacity,
-	d.shards,
+	(p.p).kind,
+	(p.p).rate,
+	(p.p).period,
+	(p.p).capacity,
+	(p.p).shards,
 	n.value,
 	n.ts,
 	n.remaining,
@@ -489,18 +501,19 @@ SELECT s.name,
 	s.ts AS stored_ts
 FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
-LEFT JOIN LATERAL @extschema@.rl_status_row(
-	CASE WHEN d.name IS NOT NULL THEN
+CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
 			d.start)::@extschema@.rl_policy
-	END,
-	s.name, s.key, s.value, s.ts) n ON true;
+	ELSE @extschema@.rl_inline_policy(s.name)
+	END AS p) p
+LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts) n ON true;
 COMMENT ON VIEW @extschema@.rl_status IS
 	'every stored (name, key, shard) with its definition and its state brought forward to now; locks nothing';
 COMMENT ON COLUMN @extschema@.rl_status.key IS 'the key; NULL for the limit shared by the whole name';
 COMMENT ON COLUMN @extschema@.rl_status.shard IS 'the shard, 0 for an unsharded limit';
 COMMENT ON COLUMN @extschema@.rl_status.capacity IS 'the whole limit''s capacity (a shard holds capacity / shards)';
-COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding); NULL when the name has no definition';
+COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding); NULL for a row with no known policy (a name used with an inline config before 1.3)';
+COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';
 COMMENT ON COLUMN @extschema@.rl_status.ts IS 'the time value is counted at';
 COMMENT ON COLUMN @extschema@.rl_status.remaining IS 'tokens a call could take now without reserving';
 COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket: until full again; fixed window: until the next window';

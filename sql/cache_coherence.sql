@@ -14,11 +14,11 @@ SET ratelimit.now_override = '2026-01-01 00:00:00+00';
 SELECT count(*) FILTER (WHERE ok) AS granted
 FROM generate_series(1, 10001) AS i,
      LATERAL rl_limit('inline' || i, 'k', config => rl_token_bucket(1, '1 hour'));
-SELECT ok FROM rl_limit('inline10001', 'k', config => rl_token_bucket(5, '1 hour'));
+SELECT ok FROM rl_limit('inline10001', 'k', config => rl_token_bucket(1, '1 hour'));
 -- defining that name must be seen at once: its inline config is refused now
 SELECT rl_define('inline10001', 'token bucket', 5, '1 hour');
 SELECT ok FROM rl_limit('inline10001', 'k', config => rl_token_bucket(5, '1 hour'));
-SELECT ok, remaining FROM rl_limit('inline10001', 'k');
+SELECT ok, remaining FROM rl_limit('inline10001', 'k');	-- its own state, full
 DELETE FROM rate_limits WHERE name LIKE 'inline%';
 SELECT rl_undefine('inline10001');
 

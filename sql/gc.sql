@@ -60,14 +60,17 @@ FROM gc_with;
 
 -- What stays: a reservation outstanding, a window not yet over, a bucket
 -- still refilling, a row locked by this transaction's own rl_limit is
--- still judged by its state, and names with no definition.
+-- still judged by its state, an inline limit still refilling (judged by the
+-- policy its stored name carries), and a row left by 1.2 under the bare
+-- name of an inline limit, whose policy is unknown.
 RESET ratelimit.now_override;
 SET ratelimit.now_override = '2026-04-01 00:00:00+00';
 DELETE FROM rate_limits;
 SELECT ok, remaining FROM rl_limit('gc_bucket', 'reserved', 10, reserve => true);
 SELECT ok, remaining FROM rl_limit('gc_bucket', 'refilling', 1);
 SELECT ok, remaining FROM rl_limit('gc_window', 'window', 1);
-SELECT ok FROM rl_limit('inline', 'k', 1, config => rl_token_bucket(1, '1 second'));
+SELECT ok FROM rl_limit('inline', 'k', 1, config => rl_token_bucket(1, '1 day'));
+INSERT INTO rate_limits VALUES ('legacy', 'k', 0, 0, '2026-04-01 00:00:00+00');
 SET ratelimit.now_override = '2026-04-01 00:00:09.999999+00';
 SELECT rl_gc();
 SELECT name, key, value, idle FROM rl_status ORDER BY name, key;
@@ -80,10 +83,11 @@ SET ratelimit.now_override = '2026-04-01 00:01:39.999999+00';
 SELECT rl_gc();
 SET ratelimit.now_override = '2026-04-01 00:01:40+00';
 SELECT rl_gc();
--- a day later only the inline-config row is left: its policy is unknown
+-- a day later the inline limit is full and goes; the row left by 1.2 stays
 SET ratelimit.now_override = '2026-04-02 00:00:00+00';
 SELECT rl_gc();
 SELECT name, key FROM rate_limits ORDER BY name, key;
+DELETE FROM rate_limits WHERE name = 'legacy';
 
 -- Batches: max_rows bounds the rows deleted per call.
 SET ratelimit.now_override = '2026-05-01 00:00:00+00';

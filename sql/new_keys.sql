@@ -88,6 +88,26 @@ SELECT ok, remaining FROM rl_limit('nk4', 'b', 10);
 SELECT nk_indexes_ok();
 DROP INDEX nk_same_columns;
 DROP INDEX nk_by_ts;
+
+-- a unique index on the same columns whose equality is coarser (a
+-- case-insensitive collation) is not an arbiter: it finds 'Bob' for 'bob'
+-- where the primary key finds nothing, so as an arbiter it would make a
+-- call retry until it gave up (55P03).  As an ordinary unique index it
+-- raises 23505 at once, as INSERT does, and writes nothing.  So does one
+-- with another operator family.
+CREATE COLLATION nk_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE UNIQUE INDEX nk_case_insensitive ON rate_limits (name, key COLLATE nk_ci, shard);
+SELECT ok, remaining FROM rl_limit('nk', 'Bob');
+SELECT error_of($$SELECT rl_limit('nk', 'bob')$$);
+SELECT key, value FROM rate_limits WHERE name = 'nk' AND lower(key) = 'bob' ORDER BY key;
+SELECT ok, remaining FROM rl_limit('nk', 'Bob');
+DROP INDEX nk_case_insensitive;
+CREATE UNIQUE INDEX nk_pattern ON rate_limits (name text_pattern_ops, key, shard);
+SELECT ok, remaining FROM rl_limit('nk', 'pattern');
+SELECT ok, remaining FROM rl_limit('nk', 'pattern');
+SELECT nk_indexes_ok();
+DROP INDEX nk_pattern;
+DROP COLLATION nk_ci;
 \set SHOW_CONTEXT errors
 
 -- a trigger on the table: the call runs the INSERT statement, which fires

@@ -26,9 +26,10 @@ SELECT name, key, shard, value, ts, remaining, reset_after, idle,
        stored_value, stored_ts
 FROM rl_status ORDER BY name, key, shard;
 
--- the view agrees with rl_value for every unsharded defined key
+-- the view agrees with rl_value for every unsharded key, defined or inline
 SELECT s.name, s.key, s.value = v.value AS same_value, s.ts = v.ts AS same_ts
-FROM rl_status s, LATERAL rl_value(s.name, s.key) v
+FROM rl_status s, LATERAL rl_value(s.name, s.key,
+  CASE WHEN s.name = 'st_inline' THEN rl_token_bucket(1, '1 hour') END) v
 WHERE s.shards = 1 ORDER BY s.name, s.key;
 
 SELECT rl_undefine('st_bucket'), rl_undefine('st_window'), rl_undefine('st_sharded');

@@ -74,7 +74,8 @@ amount_in_range(double x, double lo, bool lo_inclusive)
 /*
  * How long an untouched limit takes to go from its deepest reservation
  * (-max_reserved) to full.  Bounding it bounds every wait a call on the
- * policy can report, except that of an unbounded reservation's own call.
+ * policy can report (rl_reserve_depth bounds it for a limit without
+ * max_reserved).
  */
 static double
 fill_time(const RlPolicy *policy)
@@ -85,6 +86,30 @@ fill_time(const RlPolicy *policy)
 	if (policy->kind == RL_TOKEN_BUCKET)
 		return span * (double) policy->period / policy->rate;
 	return ceil(span / policy->rate) * (double) policy->period;
+}
+
+/*
+ * How far below zero reservations may take a key: max_reserved, or for a
+ * limit without one, as far as it refills from in RL_MAX_WAIT less one
+ * period.  Without that bound a caller could reserve a key so deep that
+ * every later call's wait passed RL_MAX_WAIT (an error, for every caller,
+ * until the key was reset); with it, every state a call can leave is full
+ * again within RL_MAX_WAIT, so every wait a call reports stays inside it.
+ * The period of margin absorbs the rounding of fill_time's arithmetic.
+ */
+double
+rl_reserve_depth(const RlPolicy *policy)
+{
+	double		horizon = (double) (RL_MAX_WAIT - policy->period);
+	double		span;
+
+	if (policy->has_max_reserved)
+		return policy->max_reserved;
+	if (policy->kind == RL_TOKEN_BUCKET)
+		span = horizon * policy->rate / (double) policy->period;
+	else
+		span = floor(horizon / (double) policy->period) * policy->rate;
+	return span > policy->capacity ? span - policy->capacity : 0;
 }
 
 /* What is wrong with a policy, as an error message, or NULL if nothing. */
@@ -133,7 +158,7 @@ static double
 grantable(const RlPolicy *policy, bool reserve)
 {
 	double		per_shard = policy->capacity +
-		(reserve && policy->has_max_reserved ? policy->max_reserved : 0);
+		(reserve ? rl_reserve_depth(policy) : 0);
 
 	if (policy->shards == 1)
 		return per_shard;
@@ -150,14 +175,14 @@ rl_count_problem(const RlPolicy *policy, double count, bool reserve)
 {
 	if (!amount_in_range(count, 0, false))
 		return "count must be a finite number greater than zero and at most 1e15";
-	if (policy->shards > 1 && (!reserve || policy->has_max_reserved) &&
-		count > grantable(policy, reserve))
+	if (policy->shards > 1 && count > grantable(policy, reserve))
 		return "count exceeds what two shards of the limit can hold";
 	if (!reserve && count > policy->capacity)
 		return "count exceeds the capacity of the limit";
-	if (reserve && policy->has_max_reserved &&
-		count > policy->capacity + policy->max_reserved)
-		return "count exceeds the capacity plus max_reserved of the limit";
+	if (reserve && count > policy->capacity + rl_reserve_depth(policy))
+		return policy->has_max_reserved ?
+			"count exceeds the capacity plus max_reserved of the limit" :
+			"count exceeds the capacity plus what the limit refills in 1000 years";
 	return NULL;
 }
 
@@ -465,8 +490,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	else if (!reserve)
 		decision->ok = false;
 	else
-		decision->ok = !policy->has_max_reserved ||
-			after.value >= -policy->max_reserved;
+		decision->ok = after.value >= -rl_reserve_depth(policy);
 
 	decision->state = after;
 	decision->has_retry = after.value < 0;
@@ -485,7 +509,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	}
 	else
 	{
-		double		floor_value = reserve ? -policy->max_reserved : 0;
+		double		floor_value = reserve ? -rl_reserve_depth(policy) : 0;
 
 		/*
 		 * Nothing is written, so a retry refills from the stored state:
@@ -612,8 +636,7 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
 	}
 	best = cur[0].value >= cur[1].value ? 0 : 1;
 	total = cur[0].value + cur[1].value - count;
-	floor_value = !reserve ? 0 :
-		policy->has_max_reserved ? -policy->max_reserved : -HUGE_VAL;
+	floor_value = reserve ? -rl_reserve_depth(policy) : 0;
 
 	if (cur[best].value - count >= 0)
 	{

@@ -105,6 +105,7 @@ extern const char *rl_kind_name(RlKind kind);
 extern bool rl_kind_parse(const char *name, RlKind *kind);
 
 extern const char *rl_policy_problem(const RlPolicy *policy);
+extern double rl_reserve_depth(const RlPolicy *policy);
 extern const char *rl_count_problem(const RlPolicy *policy, double count,
 									bool reserve);
 extern RlPolicy rl_policy_shard(const RlPolicy *policy);

@@ -682,11 +682,17 @@ rl_direct_consume(Oid relid, text *name, text *key, int16 shard,
 }
 
 /*
- * The arbiter indexes of INSERT ... ON CONFLICT (name, key, shard), as the
- * planner infers them (infer_arbiter_indexes): every valid unique index,
- * not an exclusion constraint, with neither expressions nor a predicate,
- * whose key columns are name, key and shard, in any order.  The primary
- * key always is one; a second unique index on the same columns is another.
+ * The arbiter indexes of INSERT ... ON CONFLICT (name COLLATE "C" text_ops,
+ * key COLLATE "C" text_ops, shard), as the planner infers them
+ * (infer_arbiter_indexes): every valid unique index, not an exclusion
+ * constraint, with neither expressions nor a predicate, whose key columns
+ * are name, key and shard, in any order, name and key compared as the
+ * primary key compares them (C collation, the text_ops family).  The
+ * primary key always is one; a second unique index on the same columns is
+ * another.  One whose equality is coarser (a case-insensitive collation)
+ * is not: it would find a conflict that the primary key, which the call
+ * then locks by, does not, and a call would retry for ever; as an ordinary
+ * unique index it raises 23505 instead, as the statement does.
  */
 static List *
 arbiter_indexes(ResultRelInfo *rri)
@@ -711,6 +717,10 @@ arbiter_indexes(ResultRelInfo *rri)
 			if (att >= 1 && att <= 3)
 				columns |= 1 << att;
 			else
+				others = true;
+			if ((att == 1 || att == 2) &&
+				(index->rd_indcollation[k] != C_COLLATION_OID ||
+				 index->rd_opfamily[k] != TEXT_BTREE_FAM_OID))
 				others = true;
 		}
 		if (!others && columns == ((1 << 1) | (1 << 2) | (1 << 3)))

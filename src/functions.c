@@ -84,6 +84,7 @@ PG_FUNCTION_INFO_V1(rl_reset);
 PG_FUNCTION_INFO_V1(rl_limit_all);
 PG_FUNCTION_INFO_V1(rl_gc);
 PG_FUNCTION_INFO_V1(rl_status_row);
+PG_FUNCTION_INFO_V1(rl_inline_policy);
 PG_FUNCTION_INFO_V1(rl_refund);
 PG_FUNCTION_INFO_V1(rl_penalize);
 PG_FUNCTION_INFO_V1(rl_block);
@@ -244,7 +245,7 @@ result_datum(RlCallCache *cache, const RlAnswer *answer)
 static void
 raise_refused(const RlTarget *target, double count, const RlAnswer *answer)
 {
-	rl_raise_exceeded(target->name, target->key_is_null ? NULL : target->key,
+	rl_raise_exceeded(target->label, target->key_is_null ? NULL : target->key,
 					  count, answer->remaining, answer->retry_after);
 }
 
@@ -480,7 +481,7 @@ all_result_datum(RlCallCache *cache, const RlTarget *targets,
 	}
 	if (refused >= 0)
 	{
-		values[2] = PointerGetDatum(targets[refused].name);
+		values[2] = PointerGetDatum(targets[refused].label);
 		nulls[2] = false;
 		values[3] = PointerGetDatum(targets[refused].key);
 		nulls[3] = targets[refused].key_is_null;
@@ -698,6 +699,34 @@ rl_status_row(PG_FUNCTION_ARGS)
 	values[3] = nulls[3] ? (Datum) 0 :
 		PointerGetDatum(rl_usecs_to_interval(reset_after));
 	values[4] = BoolGetDatum(idle);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
+													  values, nulls)));
+}
+
+/*
+ * rl_inline_policy(stored_name): the policy a limit used with an inline
+ * config stores its state under (see rl_target_resolve), for the view
+ * rl_status; NULL for any other name.
+ */
+Datum
+rl_inline_policy(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	RlPolicy	p;
+	Datum		values[RL_POLICY_NATTS];
+	bool		nulls[RL_POLICY_NATTS] = {0};
+
+	if (!rl_inline_row(PG_GETARG_TEXT_PP(0), &p, NULL))
+		PG_RETURN_NULL();
+	values[RL_POLICY_KIND] = CStringGetTextDatum(rl_kind_name(p.kind));
+	values[RL_POLICY_RATE] = Float8GetDatum(p.rate);
+	values[RL_POLICY_PERIOD] = IntervalPGetDatum(rl_usecs_to_interval(p.period));
+	values[RL_POLICY_CAPACITY] = Float8GetDatum(p.capacity);
+	values[RL_POLICY_MAX_RESERVED] = Float8GetDatum(p.max_reserved);
+	nulls[RL_POLICY_MAX_RESERVED] = !p.has_max_reserved;
+	values[RL_POLICY_SHARDS] = Int32GetDatum(p.shards);
+	values[RL_POLICY_START] = TimestampTzGetDatum(p.start);
+	nulls[RL_POLICY_START] = !p.has_start;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
 													  values, nulls)));
 }

@@ -20,8 +20,9 @@
  * that was waiting for the row finds none and starts from a full bucket,
  * which is what the row held.
  *
- * Rows of names with no definition (limits used with an inline config)
- * are kept: their policy is known only to the callers.
+ * A limit used with an inline config stores its state under a name that
+ * holds its policy (rl_inline_row), so its rows are judged like the others,
+ * by a policy that never changes.
  *
  *-------------------------------------------------------------------------
  */
@@ -62,6 +63,7 @@ rl_gc_run(uint64 max_rows)
 		RlState		locked;
 		RlPolicy	current;
 		ItemPointerData tid;
+		bool		inline_row;
 
 		CHECK_FOR_INTERRUPTS();
 		MemoryContextReset(per_row);
@@ -71,6 +73,10 @@ rl_gc_run(uint64 max_rows)
 		key.name = row.name;
 		key.key = row.key;
 		key.shard = row.shard;
+		/* its policy is in its name; a hand-made name that is not is kept */
+		inline_row = !row.defined;
+		if (inline_row && !rl_inline_row(row.name, &row.policy, NULL))
+			continue;
 		/* a concurrency limit has no tokens: rows left from a rate are kept */
 		if (RL_KIND_IS_CONCURRENCY(row.policy.kind))
 			continue;
@@ -79,8 +85,13 @@ rl_gc_run(uint64 max_rows)
 			continue;
 		if (rl_storage_lock_nowait(&key, true, &locked, &tid) != RL_ROW_LOCKED)
 			continue;
-		/* judge the locked row by the newest definition, as a call would */
-		if (!rl_definition_lookup(row.name, &current))
+		/*
+		 * Judge the locked row by the newest definition, as a call would;
+		 * an inline policy never changes.
+		 */
+		if (inline_row)
+			current = row.policy;
+		else if (!rl_definition_lookup(row.name, &current))
 			continue;
 		rl_target_for_row(&target, row.name, row.key, &current);
 		if (row.shard >= current.shards || !rl_row_is_idle(&target, locked))

@@ -147,7 +147,7 @@ rl_headers(PG_FUNCTION_ARGS)
 				   &f);
 
 	initStringInfo(&policy);
-	append_sf_string(&policy, target.name);
+	append_sf_string(&policy, target.label);
 	initStringInfo(&limit);
 	appendStringInfoString(&limit, policy.data);
 	appendStringInfo(&policy, ";q=" INT64_FORMAT ";w=" INT64_FORMAT,

@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include "common/pg_prng.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -71,7 +72,13 @@ rl_target_init(RlTarget *target, text *name, text *key)
 				 errmsg("rate limit name is too long"),
 				 errdetail("The name is %d bytes; the limit is %d.",
 						   len, RL_MAX_NAME_BYTES)));
+	if (memchr(VARDATA_ANY(name), RL_INLINE_SEPARATOR, len) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rate limit name must not contain the character U+001F"),
+				 errdetail("It separates a name from its inline policy in stored state.")));
 	target->name = name;
+	target->label = name;
 	target->key_is_null = key == NULL;
 	if (key == NULL)
 	{
@@ -98,23 +105,143 @@ static void
 set_origin(RlTarget *target)
 {
 	target->origin = rl_window_origin(&target->policy,
-									  VARDATA_ANY(target->name),
-									  VARSIZE_ANY_EXHDR(target->name),
+									  VARDATA_ANY(target->label),
+									  VARSIZE_ANY_EXHDR(target->label),
 									  VARDATA_ANY(target->key),
 									  VARSIZE_ANY_EXHDR(target->key),
 									  target->key_is_null);
 }
 
+/* One number of an inline policy's stored name: exact, and -0 as 0. */
+static void
+append_amount(StringInfo buf, double x)
+{
+	appendStringInfo(buf, "/%.17g", x + 0.0);
+}
+
+/*
+ * The name the state of a limit used with an inline config is stored
+ * under: the name, RL_INLINE_SEPARATOR, and every field of the policy,
+ * exactly.  So each inline policy of a name has a state of its own, and no
+ * caller can change how another caller's inline limit counts by calling
+ * its name with another policy (a generous one to refill it, a huge
+ * reservation to sink it).  Names never contain the separator, so two
+ * (name, policy) pairs never share a stored name; rl_inline_policy reads
+ * the policy back.
+ */
+static text *
+inline_row_name(text *name, const RlPolicy *p)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+	appendStringInfoChar(&buf, RL_INLINE_SEPARATOR);
+	appendStringInfoChar(&buf, p->kind == RL_FIXED_WINDOW ? 'f' : 't');
+	append_amount(&buf, p->rate);
+	appendStringInfo(&buf, "/" INT64_FORMAT, p->period);
+	append_amount(&buf, p->capacity);
+	if (p->has_max_reserved)
+		append_amount(&buf, p->max_reserved);
+	else
+		appendStringInfoString(&buf, "/-");
+	appendStringInfo(&buf, "/%d", p->shards);
+	if (p->has_start)
+		appendStringInfo(&buf, "/" INT64_FORMAT, p->start);
+	else
+		appendStringInfoString(&buf, "/-");
+	return cstring_to_text_with_len(buf.data, buf.len);
+}
+
+/* A field of a stored name as a number written by append_amount. */
+static bool
+parse_amount(const char *field, double *x)
+{
+	char	   *parsed;
+
+	errno = 0;
+	*x = strtod(field, &parsed);
+	return *field != '\0' && *parsed == '\0' && errno == 0;
+}
+
+/* A field of a stored name as an integer. */
+static bool
+parse_integer(const char *field, int64 *x)
+{
+	char	   *parsed;
+
+	errno = 0;
+	*x = strtoi64(field, &parsed, 10);
+	return *field != '\0' && *parsed == '\0' && errno == 0;
+}
+
+/*
+ * The policy of a stored name that inline_row_name made, and the length of
+ * the name the caller gave (the part before the separator); false for the
+ * name of a defined limit, or anything inline_row_name cannot have made.
+ */
+bool
+rl_inline_row(text *stored, RlPolicy *policy, int *label_len)
+{
+	const char *start = VARDATA_ANY(stored);
+	int			len = VARSIZE_ANY_EXHDR(stored);
+	const char *sep = memchr(start, RL_INLINE_SEPARATOR, len);
+	char	   *rest;
+	char	   *field[7];
+	int			n = 0;
+	int64		shards;
+
+	if (sep == NULL)
+		return false;
+	/* kind/rate/period/capacity/max_reserved/shards/start */
+	rest = pnstrdup(sep + 1, start + len - sep - 1);
+	for (char *f = rest; n < 7; n++)
+	{
+		field[n] = f;
+		f = strchr(f, '/');
+		if (f == NULL)
+			break;
+		*f++ = '\0';
+	}
+	if (n != 6)
+		return false;
+	memset(policy, 0, sizeof(*policy));
+	if (strcmp(field[0], "t") == 0)
+		policy->kind = RL_TOKEN_BUCKET;
+	else if (strcmp(field[0], "f") == 0)
+		policy->kind = RL_FIXED_WINDOW;
+	else
+		return false;
+	policy->has_max_reserved = strcmp(field[4], "-") != 0;
+	policy->has_start = strcmp(field[6], "-") != 0;
+	if (!parse_amount(field[1], &policy->rate) ||
+		!parse_integer(field[2], &policy->period) ||
+		!parse_amount(field[3], &policy->capacity) ||
+		(policy->has_max_reserved &&
+		 !parse_amount(field[4], &policy->max_reserved)) ||
+		!parse_integer(field[5], &shards) || shards < 1 ||
+		shards > RL_MAX_SHARDS ||
+		(policy->has_start && !parse_integer(field[6], &policy->start)))
+		return false;
+	policy->shards = (int) shards;
+	if (rl_policy_problem(policy) != NULL)
+		return false;
+	if (label_len)
+		*label_len = sep - start;
+	return true;
+}
+
 /*
  * Find the policy: the stored definition, or the inline config (NULL for
- * none) for a name that has none.  Needs rl_storage_begin.
+ * none) for a name that has none; an inline config's state is its own
+ * (inline_row_name).  Needs rl_storage_begin.
  */
 void
 rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 {
 	bool		defined;
 
-	defined = rl_definition_lookup(target->name, &target->policy);
+	defined = rl_definition_lookup(target->label, &target->policy);
 	target->defined = defined;
 	if (config != NULL)
 	{
@@ -122,16 +249,18 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("rate limit \"%s\" is already defined",
-							text_to_cstring(target->name)),
+							text_to_cstring(target->label)),
 					 errdetail("An inline config would apply a second policy to the same state."),
 					 errhint("Call it without config, or use another name.")));
 		rl_policy_from_composite(config, &target->policy);
+		rl_target_require_rate(target);
+		target->name = inline_row_name(target->label, &target->policy);
 	}
 	else if (!defined)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("rate limit \"%s\" does not exist",
-						text_to_cstring(target->name)),
+						text_to_cstring(target->label)),
 				 errhint("Define it with rl_define(), or pass an inline config.")));
 	rl_target_require_rate(target);
 	set_origin(target);
@@ -154,7 +283,7 @@ rl_target_require_rate(const RlTarget *target)
 	ereport(ERROR,
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 			 errmsg("rate limit \"%s\" is a concurrency limit",
-					text_to_cstring(target->name)),
+					text_to_cstring(target->label)),
 			 errhint("Take its permits with %s.",
 					 target->policy.kind == RL_CONCURRENCY ?
 					 "rl_acquire()" : "rl_lease()")));
@@ -168,7 +297,12 @@ void
 rl_target_for_row(RlTarget *target, text *name, text *key,
 				  const RlPolicy *policy)
 {
+	const char *sep = memchr(VARDATA_ANY(name), RL_INLINE_SEPARATOR,
+							 VARSIZE_ANY_EXHDR(name));
+
 	target->name = name;
+	target->label = sep == NULL ? name :
+		cstring_to_text_with_len(VARDATA_ANY(name), sep - VARDATA_ANY(name));
 	target->key = key;
 	target->key_is_null = VARSIZE_ANY_EXHDR(key) == 0;
 	target->policy = *policy;
@@ -191,19 +325,19 @@ static void
 recheck_policy(RlTarget *target)
 {
 	RlPolicy	current;
-	bool		defined = rl_definition_lookup(target->name, &current);
+	bool		defined = rl_definition_lookup(target->label, &current);
 
 	if (target->defined && !defined)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("rate limit \"%s\" does not exist",
-						text_to_cstring(target->name)),
+						text_to_cstring(target->label)),
 				 errdetail("It was undefined while the call waited for its state.")));
 	if (!target->defined && defined)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("rate limit \"%s\" is already defined",
-						text_to_cstring(target->name)),
+						text_to_cstring(target->label)),
 				 errdetail("It was defined while the call waited for its state; an inline config would apply a second policy to the same state.")));
 	if (!defined)
 		return;
@@ -211,7 +345,7 @@ recheck_policy(RlTarget *target)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
-						text_to_cstring(target->name)),
+						text_to_cstring(target->label)),
 				 errdetail("Its shard count changed from %d to %d.",
 						   target->policy.shards, current.shards),
 				 errhint("Retry the transaction.")));
@@ -246,11 +380,14 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("%s", problem),
-			 reserve && p->has_max_reserved ?
+			 !reserve ?
+			 errdetail("The count is %g; the capacity is %g.",
+					   count, p->capacity) :
+			 p->has_max_reserved ?
 			 errdetail("The count is %g; the capacity is %g and max_reserved is %g.",
 					   count, p->capacity, p->max_reserved) :
-			 errdetail("The count is %g; the capacity is %g.",
-					   count, p->capacity)));
+			 errdetail("The count is %g; the capacity is %g, and without max_reserved a reservation goes no deeper than %g, what the limit refills in 1000 years less one period.",
+					   count, p->capacity, rl_reserve_depth(p))));
 }
 
 /* The policy one row of the limit enforces. */
@@ -870,7 +1007,7 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 {
 	if (!answer->ok)
 	{
-		rl_stats_record(target->name, call, RL_STATS_REFUSED, rl_clock_now());
+		rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
 		return;
 	}
 	if (consumed)
@@ -882,7 +1019,7 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 			call->values[RL_STAT_deepest_reservation] = -answer->remaining;
 		}
 	}
-	rl_stats_record(target->name, call, RL_STATS_GRANTED, rl_clock_now());
+	rl_stats_record(target->label, call, RL_STATS_GRANTED, rl_clock_now());
 }
 
 /*
@@ -910,7 +1047,7 @@ rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	}
 	PG_CATCH();
 	{
-		rl_stats_record(target->name, callp, RL_STATS_ERROR, rl_clock_now());
+		rl_stats_record(target->label, callp, RL_STATS_ERROR, rl_clock_now());
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -1355,7 +1492,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 
 		for (int i = 0; i < n; i++)
 			if (first[i] == i)
-				rl_stats_record(targets[i].name, &calls[i], RL_STATS_ERROR, now);
+				rl_stats_record(targets[i].label, &calls[i], RL_STATS_ERROR, now);
 		rl_stats_attribute(NULL);
 		PG_RE_THROW();
 	}

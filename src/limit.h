@@ -20,6 +20,13 @@
 #define RL_MAX_KEY_BYTES	1024
 
 /*
+ * What separates a name from the policy in the stored name of a limit used
+ * with an inline config (see rl_target_resolve); no name may contain it.
+ */
+#define RL_INLINE_SEPARATOR	'\x1f'
+
+
+/*
  * The most limits one rl_limit_all call may name.  Each holds a row lock
  * (a sharded one up to two) until the transaction ends, so a call far
  * larger would hold locks by the thousand and run unchecked for long.
@@ -29,7 +36,9 @@
 /* The limit a call addresses, in stored form. */
 typedef struct RlTarget
 {
-	text	   *name;
+	text	   *name;			/* the name its rows are stored under */
+	text	   *label;			/* the name the caller gave: messages,
+								 * statistics, HTTP fields, window phase */
 	text	   *key;			/* '' for the NULL key */
 	bool		key_is_null;
 	RlPolicy	policy;			/* the whole limit's policy */
@@ -50,6 +59,7 @@ typedef RlShardDecision RlAnswer;
 
 extern void rl_target_init(RlTarget *target, text *name, text *key);
 extern void rl_target_resolve(RlTarget *target, HeapTupleHeader config);
+extern bool rl_inline_row(text *stored, RlPolicy *policy, int *label_len);
 extern void rl_target_require_rate(const RlTarget *target);
 extern void rl_target_for_row(RlTarget *target, text *name, text *key,
 							  const RlPolicy *policy);

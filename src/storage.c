@@ -102,6 +102,7 @@ typedef struct RlPlanSpec
 } RlPlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
+#define GT " OPERATOR(pg_catalog.>) "
 #define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
 /* a read of one state row that locks it: strength is the FOR clause */
 #define LOCKING_READ(strength) \
@@ -156,7 +157,8 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_INSERT] = {
 		"INSERT INTO %s.rate_limits (name, key, shard, value, ts)"
 		" VALUES ($1, $2, $3, $4, $5)"
-		" ON CONFLICT (name, key, shard) DO NOTHING",
+		" ON CONFLICT (name COLLATE pg_catalog.\"C\" pg_catalog.text_ops,"
+		" key COLLATE pg_catalog.\"C\" pg_catalog.text_ops, shard) DO NOTHING",
 		5, {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID}
 	},
 	[PLAN_UPDATE] = {
@@ -165,7 +167,9 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		3, {FLOAT8OID, TIMESTAMPTZOID, TIDOID}
 	},
 	[PLAN_DELETE_KEY] = {
-		"DELETE FROM ONLY %s.rate_limits WHERE name" EQ "$1 AND key" EQ "$2",
+		"DELETE FROM ONLY %s.rate_limits WHERE key" EQ "$2 AND (name" EQ "$1"
+		" OR (name" GT "($1 OPERATOR(pg_catalog.||) E'\\x1f')"
+		" AND name OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.||) E'\\x20')))",
 		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_DELETE_NAME] = {
@@ -181,8 +185,10 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"SELECT s.value, s.ts, s.name, s.key, s.shard,"
 		" d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,"
 		" d.start"
-		" FROM ONLY %s.rate_limits s JOIN ONLY %s.rl_definitions d"
-		" ON d.name" EQ "s.name",
+		" FROM ONLY %s.rate_limits s LEFT JOIN ONLY %s.rl_definitions d"
+		" ON d.name" EQ "s.name"
+		" WHERE d.name IS NOT NULL"
+		" OR pg_catalog.strpos(s.name, E'\\x1f')" GT "0",
 		0, {InvalidOid}
 	},
 	/* leases: rl_leases exists from version 1.2 on */
@@ -835,7 +841,10 @@ rl_storage_update(ItemPointer tid, const RlState *state)
 		elog(ERROR, "locked rate limit row vanished before its update");
 }
 
-/* Delete every shard of one key's state; returns how many rows went. */
+/*
+ * Delete every shard of one key's state, the state of each inline policy
+ * used with the name included; returns how many rows went.
+ */
 uint64
 rl_storage_delete(text *name, text *key)
 {
@@ -858,7 +867,9 @@ rl_storage_delete_row(ItemPointer tid)
 
 /*
  * Start a scan of every state row whose name has a definition, with that
- * definition, reading a fresh snapshot and locking nothing.  Rows come a
+ * definition, and of every row of a limit used with an inline config (its
+ * stored name holds the policy), reading a fresh snapshot and locking
+ * nothing.  Rows come a
  * batch at a time, so memory stays bounded however large the table.
  */
 RlScan *
@@ -917,7 +928,10 @@ rl_storage_scan_next(RlScan *scan, RlScanRow *row)
 	for (int i = 0; i < RL_POLICY_NATTS; i++)
 		nulls[i] = !table_column(t, scan->next, SCAN_FIRST_POLICY_COL + i,
 								 &values[i]);
-	rl_policy_from_values(values, nulls, &row->policy);
+	/* no definition: a limit used with an inline config */
+	row->defined = !nulls[RL_POLICY_KIND];
+	if (row->defined)
+		rl_policy_from_values(values, nulls, &row->policy);
 	scan->next++;
 	return true;
 }

@@ -48,14 +48,19 @@ typedef enum RlTryStatus
 typedef bool (*RlStorageDecide) (const RlState *state, void *arg,
 								 RlState *write);
 
-/* A state row as a scan returns it, with its name's definition. */
+/*
+ * A state row as a scan returns it, with its name's definition, or none
+ * for a limit used with an inline config (rl_inline_row reads its policy
+ * from the name).
+ */
 typedef struct RlScanRow
 {
 	text	   *name;
 	text	   *key;			/* '' for the NULL key */
 	int16		shard;
 	RlState		state;
-	RlPolicy	policy;			/* the whole limit's policy */
+	bool		defined;
+	RlPolicy	policy;			/* the whole limit's policy, when defined */
 } RlScanRow;
 
 typedef struct RlScan RlScan;

@@ -125,7 +125,7 @@ rl_enforce(PG_FUNCTION_ARGS)
 	rl_storage_end();
 
 	if (!answer.ok)
-		rl_raise_exceeded(target.name, target.key_is_null ? NULL : target.key,
+		rl_raise_exceeded(target.label, target.key_is_null ? NULL : target.key,
 						  count, answer.remaining, answer.retry_after);
 	return PointerGetDatum(tuple);
 }

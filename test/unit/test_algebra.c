@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "algebra.h"
@@ -300,11 +301,68 @@ run_checks(void)
 	expect(rl_count_problem(&ok, 10.5, 0) != NULL, "count > capacity refused");
 	expect(rl_count_problem(&ok, 1e6, 1) == NULL,
 		   "unbounded reservation allows a large count");
+	expect(rl_count_problem(&ok, 1e15, 1) != NULL,
+		   "but none deeper than what refills in 1000 years");
 	p = ok;
 	p.has_max_reserved = true;
 	p.max_reserved = 5;
 	expect(rl_count_problem(&p, 15, 1) == NULL, "count = capacity + max_reserved");
 	expect(rl_count_problem(&p, 15.5, 1) != NULL, "count > capacity + max_reserved");
+}
+
+/*
+ * Without max_reserved, reservations go no deeper than the limit refills
+ * from in 1000 years less one period, so no state a caller leaves makes a
+ * later call's wait pass 1000 years (an error for every caller).
+ */
+static void
+run_reserve_depth(void)
+{
+	RlPolicy	tb = bucket(3, HOUR, 3);
+	RlPolicy	fw = window(3, HOUR, 3, 0);
+	double		hours = (double) (RL_MAX_WAIT - HOUR) / (double) HOUR;
+	RlState		deep;
+	RlDecision	d;
+
+	expect(rl_reserve_depth(&tb) == 3 * hours - 3,
+		   "bucket: depth is what refills in 1000 years less one period, less capacity");
+	expect(rl_reserve_depth(&fw) == 3 * floor(hours) - 3,
+		   "window: depth counts whole windows");
+	tb.has_max_reserved = true;
+	tb.max_reserved = 7;
+	expect(rl_reserve_depth(&tb) == 7, "max_reserved is the depth when set");
+	tb.has_max_reserved = false;
+
+	/* one reservation of everything allowed, then of one more: an error */
+	expect(rl_count_problem(&tb, 3 + rl_reserve_depth(&tb), 1) == NULL,
+		   "count = capacity + depth allowed");
+	expect(rl_count_problem(&tb, 4 + rl_reserve_depth(&tb), 1) != NULL,
+		   "count past capacity + depth refused");
+	expect(rl_count_problem(&tb, 1e15, 1) != NULL,
+		   "a huge unbounded reservation refused");
+
+	/* at the floor, a further reservation is refused, with a wait in range */
+	deep.value = -rl_reserve_depth(&tb);
+	deep.ts = 0;
+	expect(rl_decide(&tb, 0, &deep, 0, 1, 1, &d) == RL_DECIDED && !d.ok &&
+		   llabs(d.retry_after - HOUR / 3) < 10,
+		   "a reservation below the floor refused until a token refills");
+	{
+		int64_t		retry = d.retry_after;
+
+		expect(rl_decide(&tb, 0, &deep, retry - 1, 1, 1, &d) == RL_DECIDED && !d.ok &&
+			   rl_decide(&tb, 0, &deep, retry, 1, 1, &d) == RL_DECIDED && d.ok,
+			   "and granted exactly at its retry_after");
+	}
+	expect(rl_decide(&tb, 0, &deep, 0, 3, 0, &d) == RL_DECIDED && !d.ok &&
+		   d.retry_after <= RL_MAX_WAIT,
+		   "a plain call at the floor still gets an answer within 1000 years");
+	expect(rl_decide(&tb, 0, &deep, d.retry_after, 3, 0, &d) == RL_DECIDED && d.ok,
+		   "and is granted at its retry_after");
+	deep.value = -rl_reserve_depth(&fw);
+	expect(rl_decide(&fw, 0, &deep, 0, 3, 0, &d) == RL_DECIDED && !d.ok &&
+		   d.retry_after <= RL_MAX_WAIT,
+		   "window: a plain call at the floor gets an answer within 1000 years");
 }
 
 static void
@@ -780,6 +838,7 @@ main(void)
 	run_windows();
 	run_origin();
 	run_checks();
+	run_reserve_depth();
 	run_too_long();
 	run_shards();
 	run_shard_total();
