@@ -43,6 +43,9 @@ echo "build passed" >>"$result"
 rl_log "packaging (META.json, changelog, scripts)"
 suite packaging "$RL_REPO/test/packaging/check.sh"
 
+rl_log "links in README.md and docs/"
+suite docs-links perl "$RL_REPO/test/docs/links.pl"
+
 rl_log "unit tests of the algebra"
 suite unit make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" unit
 
