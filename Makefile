@@ -76,13 +76,17 @@ bench-external:
 profile:
 	test/bench/profile.sh
 
-unit: test/unit/test_algebra
+unit: test/unit/test_algebra test/unit/random_depth
 	test/unit/test_algebra
+	test/unit/random_depth 20000 1
 
 test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c -lm
 
-EXTRA_CLEAN = test/unit/test_algebra results regression.diffs regression.out output_iso
+test/unit/random_depth: test/unit/random_depth.c src/algebra.c src/algebra.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/random_depth.c src/algebra.c -lm
+
+EXTRA_CLEAN = test/unit/test_algebra test/unit/random_depth results regression.diffs regression.out output_iso
 
 # For test/packaging/check.sh: the scripts this Makefile installs.
 .PHONY: print-data

@@ -34,7 +34,9 @@ SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	n.reset_after,
 	n.idle,
 	s.value AS stored_value,
-	s.ts AS stored_ts
+	s.ts AS stored_ts,
+	(p.p).max_reserved,
+	(p.p).start
 FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
 CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
@@ -45,3 +47,5 @@ CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
 LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts) n ON true;
 COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding); NULL for a row with no known policy (a name used with an inline config before 1.3)';
 COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';
+COMMENT ON COLUMN @extschema@.rl_status.max_reserved IS 'how far below zero reservations may go; NULL for no bound of its own';
+COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed window: a window start given with the policy; NULL for a phase derived from the name and key';

@@ -498,7 +498,9 @@ SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	n.reset_after,
 	n.idle,
 	s.value AS stored_value,
-	s.ts AS stored_ts
+	s.ts AS stored_ts,
+	(p.p).max_reserved,
+	(p.p).start
 FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
 CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
@@ -514,6 +516,8 @@ COMMENT ON COLUMN @extschema@.rl_status.shard IS 'the shard, 0 for an unsharded 
 COMMENT ON COLUMN @extschema@.rl_status.capacity IS 'the whole limit''s capacity (a shard holds capacity / shards)';
 COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding); NULL for a row with no known policy (a name used with an inline config before 1.3)';
 COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';
+COMMENT ON COLUMN @extschema@.rl_status.max_reserved IS 'how far below zero reservations may go; NULL for no bound of its own';
+COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed window: a window start given with the policy; NULL for a phase derived from the name and key';
 COMMENT ON COLUMN @extschema@.rl_status.ts IS 'the time value is counted at';
 COMMENT ON COLUMN @extschema@.rl_status.remaining IS 'tokens a call could take now without reserving';
 COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket: until full again; fixed window: until the next window';

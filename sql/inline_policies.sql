@@ -1,7 +1,7 @@
 -- Inline policies: each inline policy of a name has a state of its own, so
 -- no caller can refill or sink another caller's inline limit by calling its
 -- name with another policy; a reservation without max_reserved goes no
--- deeper than what the limit refills in 1000 years (less one period), so
+-- deeper than what the limit refills in 500 years (at most 1e15), so
 -- no caller can put a key beyond recovery.  Every function that takes a
 -- config; rl_status, rl_gc and rl_reset on inline rows.
 SET timezone = 'UTC';
@@ -24,7 +24,7 @@ SELECT ok FROM rl_limit('signup', 'u', 1, config => rl_fixed_window(3, '60 minut
 SELECT shown(name) AS stored_name, key, value FROM rate_limits WHERE name LIKE 'signup%' ORDER BY 1;
 
 -- a huge reservation under another policy sinks only its own state
-SELECT ok FROM rl_limit('signup', 'v', 8e6, reserve => true, config => rl_token_bucket(1, '1 hour', capacity => 1));
+SELECT ok FROM rl_limit('signup', 'v', 4e6, reserve => true, config => rl_token_bucket(1, '1 hour', capacity => 1));
 SELECT ok FROM rl_limit('signup', 'v', 1, config => rl_fixed_window(3, '1 hour'));
 -- refunds, penalties and blocks with a config touch that policy's state only
 SELECT value FROM rl_penalize('signup', 'w', 5, config => rl_token_bucket(10, '1 hour'));
@@ -72,11 +72,11 @@ SELECT count(*) AS gcin_left FROM rate_limits WHERE name LIKE 'gcin%';
 
 --------------------------------------------- reservations without a bound
 SET ratelimit.now_override = '2026-07-01 00:00:00+00';
--- more than the limit refills in 1000 years: an error, nothing written
+-- more than the limit refills in 500 years: an error, nothing written
 SELECT error_of($$SELECT rl_limit('sink', 'k', 1e15, reserve => true, config => rl_fixed_window(3, '1 hour'))$$);
 SELECT count(*) AS sink_rows FROM rate_limits WHERE name LIKE 'sink%';
--- as deep as allowed: 8765999 windows of 3, less the capacity
-SELECT ok, remaining FROM rl_limit('sink', 'k', 26297997, reserve => true, config => rl_fixed_window(3, '1 hour'));
+-- as deep as allowed: 4383000 windows (500 years) of 3, less the capacity
+SELECT ok, remaining FROM rl_limit('sink', 'k', 13149000, reserve => true, config => rl_fixed_window(3, '1 hour'));
 SELECT ok, remaining, retry_after FROM rl_limit('sink', 'k', 1, reserve => true, config => rl_fixed_window(3, '1 hour'));
 -- every other call still gets an answer, not an error, with an exact retry
 SELECT ok, retry_after FROM rl_limit('sink', 'k', 3, config => rl_fixed_window(3, '1 hour'));

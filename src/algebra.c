@@ -90,26 +90,30 @@ fill_time(const RlPolicy *policy)
 
 /*
  * How far below zero reservations may take a key: max_reserved, or for a
- * limit without one, as far as it refills from in RL_MAX_WAIT less one
- * period.  Without that bound a caller could reserve a key so deep that
- * every later call's wait passed RL_MAX_WAIT (an error, for every caller,
- * until the key was reset); with it, every state a call can leave is full
- * again within RL_MAX_WAIT, so every wait a call reports stays inside it.
- * The period of margin absorbs the rounding of fill_time's arithmetic.
+ * limit without one, as far as it refills from to full in RL_RESERVE_HORIZON
+ * (whole windows, for a fixed window), and never more than RL_MAX_AMOUNT,
+ * the most max_reserved may be.  Without that bound a caller could reserve
+ * a key so deep that every later call's wait passed RL_MAX_WAIT (an error,
+ * for every caller, until the key was reset), or so deep that a count was
+ * lost in the rounding of the value.  With it, every state a call can
+ * leave is full again well within RL_MAX_WAIT (the other half absorbs any
+ * rounding), and counts keep the precision an explicit max_reserved has.
  */
 double
 rl_reserve_depth(const RlPolicy *policy)
 {
-	double		horizon = (double) (RL_MAX_WAIT - policy->period);
 	double		span;
 
 	if (policy->has_max_reserved)
 		return policy->max_reserved;
 	if (policy->kind == RL_TOKEN_BUCKET)
-		span = horizon * policy->rate / (double) policy->period;
+		span = (double) RL_RESERVE_HORIZON * policy->rate /
+			(double) policy->period;
 	else
-		span = floor(horizon / (double) policy->period) * policy->rate;
-	return span > policy->capacity ? span - policy->capacity : 0;
+		span = (double) (RL_RESERVE_HORIZON / policy->period) * policy->rate;
+	if (span <= policy->capacity)
+		return 0;
+	return fmin(span - policy->capacity, RL_MAX_AMOUNT);
 }
 
 /* What is wrong with a policy, as an error message, or NULL if nothing. */
@@ -182,7 +186,7 @@ rl_count_problem(const RlPolicy *policy, double count, bool reserve)
 	if (reserve && count > policy->capacity + rl_reserve_depth(policy))
 		return policy->has_max_reserved ?
 			"count exceeds the capacity plus max_reserved of the limit" :
-			"count exceeds the capacity plus what the limit refills in 1000 years";
+			"count exceeds the capacity plus what the limit refills in 500 years";
 	return NULL;
 }
 
@@ -392,7 +396,9 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 	int64_t		base;
 	int64_t		step;
 	int64_t		t;
+	int64_t		before;
 	int64_t		waited;
+	int64_t		ahead;
 	double		guess;
 
 	if (missing <= 0)
@@ -405,41 +411,59 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 		base = state.ts;
 		step = 1;
 		guess = ceil(missing * (double) policy->period / policy->rate);
+		if (!(guess <= (double) RL_MAX_WAIT))
+			return RL_WAIT_TOO_LONG;
+		ahead = (int64_t) guess;
 	}
 	else
 	{
+		/* whole windows, in integers: a double past 2^53 rounds */
+		double		windows = ceil(missing / policy->rate);
+
 		base = rl_window_start(state.ts, origin, policy->period);
 		step = policy->period;
-		guess = ceil(missing / policy->rate) * (double) policy->period;
+		if (!(windows <= (double) (RL_MAX_WAIT / policy->period) + 1))
+			return RL_WAIT_TOO_LONG;
+		ahead = (int64_t) windows * policy->period;
 	}
-	if (!(guess <= (double) RL_MAX_WAIT))
-		return RL_WAIT_TOO_LONG;
 	/* past the end, start from the last valid time: it may be enough */
-	if (!add_before_end(base, (int64_t) guess, &t))
+	if (!add_before_end(base, ahead, &t))
 		t = RL_END_TIME - 1;
 
 	/*
 	 * The closed form can land a rounding error off; let the refill itself
 	 * decide.  Step forward until it agrees (growing steps bound the loop
 	 * even where a microsecond is below the precision of the arithmetic;
-	 * past RL_MAX_WAIT they stop growing, so they cannot overflow), then
-	 * back while the step before still agrees.  t never precedes base,
-	 * which is at most a period before a valid time, so t - step cannot
-	 * overflow.
+	 * past RL_MAX_WAIT they stop growing, so they cannot overflow), keeping
+	 * the last time that did not; then bisect between the two for the
+	 * first time that does, in steps (a fixed window's refill changes only
+	 * at window starts, base is one, and so is every time tried).  base
+	 * itself does not agree: the state holds less than target at its ts,
+	 * and no window starts between base and ts.
 	 */
+	before = base;
 	while (rl_refill(policy, origin, state, t).value < target)
 	{
+		before = t;
 		if (!add_before_end(t, step, &t))
 			return RL_TIME_OUT_OF_RANGE;
-		if (policy->kind == RL_TOKEN_BUCKET && step < RL_MAX_WAIT)
+		if (step < RL_MAX_WAIT)
 			step *= 2;
 		if (!wait_until(t, now, &waited))
 			return RL_WAIT_TOO_LONG;
 	}
 	step = policy->kind == RL_TOKEN_BUCKET ? 1 : policy->period;
-	for (int i = 0; i < 4 && t - step > base &&
-		 rl_refill(policy, origin, state, t - step).value >= target; i++)
-		t -= step;
+	if (before > t - step)
+		before = t - step;
+	while ((t - before) / step > 1)
+	{
+		int64_t		mid = before + ((t - before) / step / 2) * step;
+
+		if (rl_refill(policy, origin, state, mid).value >= target)
+			t = mid;
+		else
+			before = mid;
+	}
 	if (!wait_until(t, now, wait))
 		return RL_WAIT_TOO_LONG;
 	return RL_DECIDED;
@@ -474,6 +498,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	RlState		current;
 	RlState		after;
 	RlStatus	status;
+	double		floor_value;
 
 	if (!valid_time(now) || (state && !valid_time(state->ts)))
 		return RL_TIME_OUT_OF_RANGE;
@@ -485,12 +510,13 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	after.value = current.value - count;
 	after.ts = current.ts;
 
-	if (after.value >= 0)
-		decision->ok = true;
-	else if (!reserve)
-		decision->ok = false;
-	else
-		decision->ok = after.value >= -rl_reserve_depth(policy);
+	/*
+	 * Granted when the tokens now cover count, less the depth reservations
+	 * may go to: the very comparison wait_for makes, so that a refusal's
+	 * retry_after is the first time this decides yes, whatever rounds.
+	 */
+	floor_value = reserve ? -rl_reserve_depth(policy) : 0;
+	decision->ok = current.value >= count + floor_value;
 
 	decision->state = after;
 	decision->has_retry = after.value < 0;
@@ -509,8 +535,6 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	}
 	else
 	{
-		double		floor_value = reserve ? -rl_reserve_depth(policy) : 0;
-
 		/*
 		 * Nothing is written, so a retry refills from the stored state:
 		 * measure the wait from there, not from the rounded current value.
@@ -646,7 +670,7 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
 		d->state[best].value -= count;
 		d->state[1 - best] = cur[1 - best];
 	}
-	else if (total >= 0 || total / 2 >= floor_value)
+	else if (cur[0].value + cur[1].value >= count + 2 * floor_value)
 	{
 		/* both shards serve it, and are left holding the same */
 		d->ok = true;

@@ -24,6 +24,8 @@
 #define RL_MAX_PERIOD		(INT64_C(36525) * RL_USECS_PER_DAY) /* 100 years */
 #define RL_MAX_WAIT			(INT64_C(365250) * RL_USECS_PER_DAY)	/* 1000 years */
 #define RL_MAX_AMOUNT		1e15	/* rate, capacity, max_reserved, count */
+/* how long a key without max_reserved may take to refill from its deepest */
+#define RL_RESERVE_HORIZON	(RL_MAX_WAIT / 2)
 #define RL_MAX_SHARDS		1024
 #define RL_MAX_PERMITS		1000	/* concurrency limits: permits per key */
 

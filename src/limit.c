@@ -386,7 +386,7 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 			 p->has_max_reserved ?
 			 errdetail("The count is %g; the capacity is %g and max_reserved is %g.",
 					   count, p->capacity, p->max_reserved) :
-			 errdetail("The count is %g; the capacity is %g, and without max_reserved a reservation goes no deeper than %g, what the limit refills in 1000 years less one period.",
+			 errdetail("The count is %g; the capacity is %g, and without max_reserved a reservation goes no deeper than %g, what the limit refills in 500 years (at most 1e15).",
 					   count, p->capacity, rl_reserve_depth(p))));
 }
 

@@ -301,8 +301,8 @@ run_checks(void)
 	expect(rl_count_problem(&ok, 10.5, 0) != NULL, "count > capacity refused");
 	expect(rl_count_problem(&ok, 1e6, 1) == NULL,
 		   "unbounded reservation allows a large count");
-	expect(rl_count_problem(&ok, 1e15, 1) != NULL,
-		   "but none deeper than what refills in 1000 years");
+	expect(rl_count_problem(&ok, 1e10, 1) != NULL,
+		   "but none deeper than what refills in 500 years");
 	p = ok;
 	p.has_max_reserved = true;
 	p.max_reserved = 5;
@@ -312,7 +312,7 @@ run_checks(void)
 
 /*
  * Without max_reserved, reservations go no deeper than the limit refills
- * from in 1000 years less one period, so no state a caller leaves makes a
+ * from in 500 years (at most 1e15), so no state a caller leaves makes a
  * later call's wait pass 1000 years (an error for every caller).
  */
 static void
@@ -320,12 +320,12 @@ run_reserve_depth(void)
 {
 	RlPolicy	tb = bucket(3, HOUR, 3);
 	RlPolicy	fw = window(3, HOUR, 3, 0);
-	double		hours = (double) (RL_MAX_WAIT - HOUR) / (double) HOUR;
+	double		hours = (double) RL_RESERVE_HORIZON / (double) HOUR;
 	RlState		deep;
 	RlDecision	d;
 
 	expect(rl_reserve_depth(&tb) == 3 * hours - 3,
-		   "bucket: depth is what refills in 1000 years less one period, less capacity");
+		   "bucket: depth is what refills in 500 years, less capacity");
 	expect(rl_reserve_depth(&fw) == 3 * floor(hours) - 3,
 		   "window: depth counts whole windows");
 	tb.has_max_reserved = true;
