@@ -533,16 +533,25 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'rl_definitions_changed'
 LANGUAGE C;
 COMMENT ON FUNCTION @extschema@.rl_definitions_changed() IS
-	'statement trigger on rl_definitions: invalidates the definitions every backend has cached';
+	'statement and row trigger on rl_definitions: invalidates the definitions every backend has cached';
 REVOKE ALL ON FUNCTION @extschema@.rl_definitions_changed() FROM PUBLIC;
 CREATE TRIGGER rl_definitions_changed
 	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rl_definitions
 	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rl_definitions_changed();
 COMMENT ON TRIGGER rl_definitions_changed ON @extschema@.rl_definitions IS
 	'keeps the per-backend definition caches fresh';
--- ALWAYS: also for changes a logical-replication worker applies, and under
--- session_replication_role = replica (as pg_restore --disable-triggers).
+-- ALWAYS: also for a TRUNCATE a logical-replication worker applies, and
+-- under session_replication_role = replica (as pg_restore --disable-triggers).
 ALTER TABLE @extschema@.rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_changed;
+-- A logical-replication apply worker fires row triggers only (TRUNCATE
+-- aside), so the changes it applies need a row trigger to be seen; ALWAYS,
+-- since apply workers run with session_replication_role = replica.
+CREATE TRIGGER rl_definitions_row_changed
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.rl_definitions
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_definitions_row_changed ON @extschema@.rl_definitions IS
+	'keeps the per-backend definition caches fresh, also for changes a logical-replication worker applies';
+ALTER TABLE @extschema@.rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_row_changed;
 
 -- Live state is data: pg_dump saves it with the definitions, so a
 -- restore does not hand everyone a full bucket (or a fresh daily quota).

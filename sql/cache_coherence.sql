@@ -3,7 +3,10 @@
 --    inline-config names), it still hears of a change to rl_definitions;
 --  - a change made under session_replication_role = replica (as a
 --    logical-replication worker applies changes, and as pg_restore
---    --disable-triggers loads data) reaches it too.
+--    --disable-triggers loads data) reaches it too;
+--  - so does one that fires row triggers only, as a logical-replication
+--    worker's insert, update or delete does (test/t/011_logical_replication.pl
+--    runs a real subscription).
 -- Each change here is made by this same session, whose own changes reach
 -- its cache at its next command, exactly as other sessions' reach theirs at
 -- commit (test/specs/definition_cache.spec).
@@ -34,3 +37,24 @@ DELETE FROM rl_definitions WHERE name = 'replicated';
 RESET session_replication_role;
 SELECT ok FROM rl_limit('replicated', 'k');	-- no longer defined
 DELETE FROM rate_limits WHERE name = 'replicated';
+
+-- Two triggers, both enabled always: one per statement (it is the one a
+-- TRUNCATE fires) and one per row (the one a logical-replication worker
+-- fires for an insert, update or delete).
+SELECT tgname, tgenabled, pg_get_triggerdef(oid) AS definition
+FROM pg_trigger WHERE tgrelid = 'rl_definitions'::regclass ORDER BY tgname;
+
+-- the row trigger alone: with the statement trigger off, as for the
+-- changes an apply worker makes
+SELECT rl_define('rows', 'token bucket', 1, '1 hour', capacity => 10);
+ALTER TABLE rl_definitions DISABLE TRIGGER rl_definitions_changed;
+SELECT ok, remaining FROM rl_limit('rows', 'k');
+UPDATE rl_definitions SET capacity = 2 WHERE name = 'rows';
+SELECT ok, remaining FROM rl_limit('rows', 'k');	-- 9 clamped to 2
+DELETE FROM rl_definitions WHERE name = 'rows';
+SELECT ok FROM rl_limit('rows', 'k');	-- no longer defined
+INSERT INTO rl_definitions (name, kind, rate, period, capacity)
+VALUES ('rows', 'token bucket', 1, '1 hour', 5);
+SELECT ok, remaining FROM rl_limit('rows', 'k2');	-- defined again, capacity 5
+ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_changed;
+SELECT rl_undefine('rows');

@@ -8,13 +8,19 @@
  * with an inline config) instead of querying rl_definitions on every call.
  *
  * Freshness is PostgreSQL's own, as for the catalogs: every change to
- * rl_definitions, through rl_define and rl_undefine or by hand, fires a
- * statement trigger (ENABLE ALWAYS, so it fires in logical-replication
- * apply workers and under session_replication_role = replica too) that
- * queues a relcache invalidation of the table.  The invalidation reaches
- * this backend at its next command (its own changes) or, for other
- * backends, when the changing transaction commits, before it releases its
- * locks; a rollback delivers it too.
+ * rl_definitions queues a relcache invalidation of the table, from one of
+ * two triggers that call rl_definitions_changed.  A row trigger
+ * (rl_definitions_row_changed, after insert, update and delete) catches
+ * every changed row, however it is written: rl_define and rl_undefine, SQL
+ * by hand, COPY and pg_restore, and a logical-replication apply worker,
+ * which fires row triggers only.  A statement trigger
+ * (rl_definitions_changed, after every statement that changes the table)
+ * catches TRUNCATE, which has no rows to fire for, including a TRUNCATE an
+ * apply worker replays.  Both are ENABLE ALWAYS, so they fire under
+ * session_replication_role = replica too, as apply workers run.  The
+ * invalidation reaches this backend at its next command (its own changes)
+ * or, for other backends, when the changing transaction commits, before it
+ * releases its locks; a rollback delivers it too.
  *
  * Like the catalogs, definitions are read with a fresh snapshot, never the
  * transaction's: a cached entry then never holds anything older than what
@@ -152,8 +158,10 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 PG_FUNCTION_INFO_V1(rl_definitions_changed);
 
 /*
- * Statement trigger on rl_definitions: tell every backend (this one at its
- * next command, the others at commit) to drop its cached definitions.
+ * Statement or row trigger on rl_definitions: tell every backend (this one
+ * at its next command, the others at commit) to drop its cached
+ * definitions.  A statement that changes many rows queues one invalidation:
+ * inval.c drops the duplicates.
  */
 Datum
 rl_definitions_changed(PG_FUNCTION_ARGS)
@@ -165,5 +173,13 @@ rl_definitions_changed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("rl_definitions_changed() must be called as a trigger")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
+
+	/*
+	 * An AFTER trigger's result is ignored; should someone attach this as a
+	 * BEFORE row trigger, the row still goes through unchanged.
+	 */
+	if (TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+							   trigdata->tg_newtuple : trigdata->tg_trigtuple);
 	return PointerGetDatum(NULL);
 }

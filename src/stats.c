@@ -8,9 +8,15 @@
  *
  * - shared_preload_libraries = 'ratelimit' (any major): in the main shared
  *   memory segment, sized at postmaster start.  The postmaster writes them
- *   to pg_stat/ratelimit.stat when it exits cleanly and reads (then
- *   removes) that file at the next start, as pg_stat_statements does; after
- *   a crash, or an immediate shutdown, they start from zero.
+ *   to pg_stat/ratelimit.stat when it exits normally and reads (then
+ *   removes) that file at the next start, as pg_stat_statements does.  An
+ *   immediate shutdown (pg_ctl stop -m immediate) is a normal exit of the
+ *   postmaster too: it stops the other processes with SIGQUIT, skips the
+ *   shutdown checkpoint, then exits with code 0, so the counters are kept,
+ *   though a call under way at that instant may be counted only in part.
+ *   After a crash (a server process dies and the postmaster reinitialises
+ *   shared memory, or the postmaster itself is killed) they start from
+ *   zero.
  * - Not preloaded, PostgreSQL 17 and later: in a segment of the DSM
  *   registry, created by the first backend that counts a call.  It lives
  *   until the server stops; nothing is written at shutdown, since no
@@ -246,8 +252,10 @@ table_restore(RlStatsShared *s, const RlStatsEntry *saved)
 }
 
 /*
- * Write the table to the dump file: the postmaster, exiting cleanly
- * (code 0).  Every backend is gone by then, so no lock is needed.
+ * Write the table to the dump file: the postmaster, exiting normally (code
+ * 0) after a smart, fast or immediate shutdown.  After a crash it runs this
+ * with code 1, before it reinitialises shared memory or exits, and nothing
+ * is written.  Every backend is gone by then, so no lock is needed.
  */
 static void
 stats_shmem_shutdown(int code, Datum arg)

@@ -1,6 +1,6 @@
 # rl_stats on a server that preloads ratelimit and on one that does not:
 # where the counters live, the bound on names, and what a clean restart, an
-# immediate shutdown and a crash keep.
+# immediate shutdown (everything) and a crash (nothing) keep.
 use strict;
 use warnings;
 
@@ -77,12 +77,34 @@ is($pre->safe_psql('postgres', "SELECT count(*) FROM rl_stats"), '0',
 is($pre->safe_psql('postgres', $info), 'shared memory 0/10 untracked 0',
 	'after a crash nothing is tracked');
 
-# an immediate shutdown: the postmaster still exits normally and writes
-$pre->safe_psql('postgres', "SELECT rl_limit('a', 'k3')");
+# An immediate shutdown: the postmaster stops every other process with
+# SIGQUIT (a session left open here too) and skips the shutdown
+# checkpoint, so the next start recovers from the WAL, but it still exits
+# normally and writes the counters.
+$pre->safe_psql('postgres', q{
+	SELECT rl_limit('a', 'k3');
+	SELECT rl_limit('a', 'k3', 2);
+});
+my $open = $pre->background_psql('postgres');
+$open->query_safe(
+	q{SELECT rl_limit('n01', 'k4', config => rl_token_bucket(1, '1 hour'))});
+my $log_offset = -s $pre->logfile;
 $pre->stop('immediate');
+$open->{run}->kill_kill;
+ok(-e $pre->data_dir . '/pg_stat/ratelimit.stat',
+	'an immediate shutdown writes the file');
 $pre->start;
-is($pre->safe_psql('postgres', $rows), 'a:1/1/0',
-	'an immediate shutdown keeps the counters (the postmaster writes them)');
+my $log = slurp_file($pre->logfile, $log_offset);
+like($log, qr/received immediate shutdown request/,
+	'the shutdown was an immediate one');
+like($log, qr/database system was not properly shut down; automatic recovery in progress/,
+	'the next start recovered from the WAL, as after a crash');
+is($pre->safe_psql('postgres', $rows), 'a:2/1/1 n01:1/1/0',
+	'an immediate shutdown keeps the counters, the open session\'s too');
+is($pre->safe_psql('postgres', $info), 'shared memory 2/10 untracked 0',
+	'an immediate shutdown keeps the names');
+ok(!-e $pre->data_dir . '/pg_stat/ratelimit.stat',
+	'the file is removed once read');
 $pre->stop;
 
 # Not preloaded.
