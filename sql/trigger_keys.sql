@@ -1,7 +1,7 @@
 -- rl_enforce(): one value of the key column is one key, whatever the
 -- session settings that change the type's text (DateStyle, TimeZone,
--- bytea_output...); types without such a form are refused at the first
--- firing.
+-- bytea_output, extra_float_digits...); types without such a form are
+-- refused at the first firing.
 SET timezone = 'UTC';
 SET datestyle = 'ISO';
 SET ratelimit.now_override = '2026-01-01 00:00:00+00';
@@ -167,8 +167,28 @@ CREATE TRIGGER r BEFORE INSERT ON refused
 INSERT INTO refused (i) VALUES ('1 day');
 SELECT (SELECT count(*) FROM refused) AS rows, (SELECT count(*) FROM rate_limits) AS state_rows;
 
+-- A count column of a float type is read as its value, not as its text,
+-- which extra_float_digits shortens (1.4 printed as "1"): 5 tokens grant
+-- three rows of 1.4, not five.
+DELETE FROM rate_limits;
+SELECT rl_define('five', 'token bucket', 5, '1 day');
+CREATE TABLE weighted (who text, n float8);
+CREATE TRIGGER by_n BEFORE INSERT ON weighted
+  FOR EACH ROW EXECUTE FUNCTION rl_enforce('five', 'who', 'n');
+CREATE TABLE weighted_real (who text, n real);
+CREATE TRIGGER by_n BEFORE INSERT ON weighted_real
+  FOR EACH ROW EXECUTE FUNCTION rl_enforce('five', 'who', 'n');
+SET extra_float_digits = -15;
+SELECT error_of($$INSERT INTO weighted VALUES ('w', 1.4)$$) AS float8_count,
+       error_of($$INSERT INTO weighted_real VALUES ('r', 1.4)$$) AS real_count
+FROM generate_series(1, 5);
+RESET extra_float_digits;
+SELECT who, count(*) AS granted, round((rl_value('five', who)).value::numeric, 6) AS tokens
+FROM (SELECT who FROM weighted UNION ALL SELECT who FROM weighted_real) AS w
+GROUP BY who ORDER BY who;
+
 DROP TABLE orders, bookings, visits, shipments, amounts, blobs, codes, misc,
-  refused;
+  refused, weighted, weighted_real;
 DROP FUNCTION enforce_on(text), refusal(text);
 DROP DOMAIN ship_day, seconds;
 DROP TYPE mood, refused_row;

@@ -23,7 +23,8 @@
  * beyond its declared scale; for the default settings (DateStyle ISO,
  * TimeZone UTC, bytea_output hex) that is the text the output function
  * gives.  Types whose output is one text per value keep it; every other
- * type is refused.
+ * type is refused.  A float count column is read as its value, not as the
+ * text extra_float_digits may shorten.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +36,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "common/shortest_dec.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -83,6 +85,8 @@ typedef enum KeyForm
 typedef enum CountForm
 {
 	COUNT_CONSTANT,				/* the trigger argument */
+	COUNT_FLOAT8,				/* a float8 column's value */
+	COUNT_FLOAT4,				/* a real column's shortest exact decimal */
 	COUNT_OUTPUT				/* a column's output text, as a number */
 } CountForm;
 
@@ -229,9 +233,16 @@ resolve_count(EnforceCache *cache, Relation rel, const char *arg,
 	cache->count_column = MemoryContextStrdup(mcxt, arg);
 	attr = TupleDescAttr(RelationGetDescr(rel), cache->count_attnum - 1);
 	type = getBaseType(attr->atttypid);
-	cache->count_form = COUNT_OUTPUT;
-	getTypeOutputInfo(type, &output, &varlena);
-	fmgr_info_cxt(output, &cache->count_output, mcxt);
+	if (type == FLOAT8OID)
+		cache->count_form = COUNT_FLOAT8;
+	else if (type == FLOAT4OID)
+		cache->count_form = COUNT_FLOAT4;
+	else
+	{
+		cache->count_form = COUNT_OUTPUT;
+		getTypeOutputInfo(type, &output, &varlena);
+		fmgr_info_cxt(output, &cache->count_output, mcxt);
+	}
 }
 
 /* The trigger's resolved arguments: from fn_extra, or resolved now. */
@@ -409,6 +420,7 @@ row_count(EnforceCache *cache, Relation rel, HeapTuple tuple)
 {
 	bool		isnull;
 	Datum		value;
+	char		shortest[FLOAT_SHORTEST_DECIMAL_LEN];
 	char	   *str;
 	double		count;
 
@@ -420,7 +432,19 @@ row_count(EnforceCache *cache, Relation rel, HeapTuple tuple)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("count column \"%s\" is null", cache->count_column)));
-	str = OutputFunctionCall(&cache->count_output, value);
+	switch (cache->count_form)
+	{
+		case COUNT_FLOAT8:
+			return DatumGetFloat8(value);
+		case COUNT_FLOAT4:
+			/* as float4out wrote it by default: 1.4, not 1.39999997... */
+			float_to_shortest_decimal_buf(DatumGetFloat4(value), shortest);
+			str = shortest;
+			break;
+		default:
+			str = OutputFunctionCall(&cache->count_output, value);
+			break;
+	}
 	if (!parse_number(str, &count))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
