@@ -19,7 +19,7 @@
 EXTENSION = ratelimit
 MODULE_big = ratelimit
 OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
-	src/concurrency.o src/functions.o src/gc.o src/http.o src/limit.o \
+	src/concurrency.o src/functions.o src/gc.o src/held.o src/http.o src/limit.o \
 	src/policy.o src/stats.o src/storage.o src/trigger.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
@@ -43,7 +43,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	cache_reset gc_definition cache_miss_race refund_race block_race \
 	concurrency stats_waits concurrency_lowered refund_order \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
-	shards_both_busy shards_create_order shards_multixact lock_strength
+	shards_both_busy shards_create_order shards_multixact lock_strength \
+	shards_holder_nowait
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.

@@ -93,6 +93,87 @@ END
 $$;
 SELECT shard, value FROM rate_limits WHERE name = 'p4' ORDER BY shard;
 
+-- a call one shard serves alone is granted on both paths, by rl_limit and
+-- rl_limit_all alike, whichever shards it probes: 4 shards of 1 (a token a
+-- year each), shard 0 full and the others empty.  (The SQL path stopped at
+-- the first shard that could serve and locked a random pair, refusing
+-- about half the calls with a retry of half a year; rl_limit_all always
+-- locked a random pair.)
+SELECT rl_define('one', 'token bucket', 4, '1 year', shards => 4);
+CREATE FUNCTION one_state(v0 float8, rest float8) RETURNS void
+LANGUAGE sql AS $$
+  DELETE FROM rate_limits WHERE name = 'one';
+  INSERT INTO rate_limits
+  SELECT 'one', '', s, CASE WHEN s = 0 THEN v0 ELSE rest END,
+         '2026-01-01 00:00:00+00'
+  FROM generate_series(0, 3) AS s;
+$$;
+DO $$
+DECLARE
+  checked int := 0;
+  granted int := 0;
+  granted_all int := 0;
+BEGIN
+  FOR i IN 1..30 LOOP
+    PERFORM one_state(1, 0);
+    IF (rl_check('one', NULL, 1)).ok THEN
+      checked := checked + 1;
+    END IF;
+    IF (rl_limit('one', NULL, 1)).ok THEN
+      granted := granted + 1;
+    END IF;
+    PERFORM one_state(1, 0);
+    IF (rl_limit_all(ARRAY['one'], ARRAY[NULL::text], ARRAY[1::float8])).ok THEN
+      granted_all := granted_all + 1;
+    END IF;
+  END LOOP;
+  RAISE NOTICE 'rl_check % of 30, rl_limit % of 30, rl_limit_all % of 30',
+    checked, granted, granted_all;
+END
+$$;
+
+-- retry_after is exact when a single shard will serve first: shard 0 at a
+-- half token, the others owing a token each, so shard 0 alone serves after
+-- half a year (4383 hours) and any pair only after three quarters.  Every
+-- call answers what rl_check answers; one microsecond before the retry
+-- time every call is refused, at it every call is granted, 30 times each.
+SELECT one_state(0.5, -1);
+SELECT ok, retry_after FROM rl_check('one', NULL, 1);
+SELECT ok, retry_after FROM rl_limit('one', NULL, 1);
+SELECT ok, retry_after FROM rl_limit_all(ARRAY['one'], ARRAY[NULL::text], ARRAY[1::float8]);
+DO $$
+DECLARE
+  at_retry timestamptz := timestamptz '2026-01-01 00:00:00+00' + interval '4383 hours';
+  early int := 0;
+  on_time int := 0;
+BEGIN
+  FOR i IN 1..30 LOOP
+    PERFORM set_config('ratelimit.now_override',
+                       (at_retry - interval '1 microsecond')::text, false);
+    PERFORM one_state(0.5, -1);
+    IF (rl_check('one', NULL, 1)).ok OR (rl_limit('one', NULL, 1)).ok OR
+       (rl_limit_all(ARRAY['one'], ARRAY[NULL::text], ARRAY[1::float8])).ok THEN
+      early := early + 1;
+    END IF;
+    PERFORM set_config('ratelimit.now_override', at_retry::text, false);
+    IF (rl_check('one', NULL, 1)).ok THEN
+      on_time := on_time + 1;
+    END IF;
+    IF (rl_limit('one', NULL, 1)).ok THEN
+      on_time := on_time + 1;
+    END IF;
+    PERFORM one_state(0.5, -1);
+    IF (rl_limit_all(ARRAY['one'], ARRAY[NULL::text], ARRAY[1::float8])).ok THEN
+      on_time := on_time + 1;
+    END IF;
+  END LOOP;
+  RAISE NOTICE 'granted a microsecond early: % of 90; granted on time: % of 90',
+    early, on_time;
+END
+$$;
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+DROP FUNCTION one_state(float8, float8);
+
 -- fixed windows shard too; every shard shares the key's phase
 SELECT rl_define('w2', 'fixed window', 10, '1 hour', shards => 2, start => '2026-01-01 00:00:00+00');
 SELECT * FROM rl_limit('w2', 'k', 7);

@@ -7,10 +7,12 @@
  *
  * An unsharded limit is one row, locked FOR NO KEY UPDATE; a key with no
  * row is created by the granted call itself (see storage.c for the race).  A
- * sharded limit holds one or two of its N shards: two picked at random and
- * locked with SKIP LOCKED, waiting on one only when both are busy.  A shard
- * with no row is first created at full capacity, which is exactly what a
- * missing row means, so creating it changes no decision.
+ * sharded limit holds one or two of its N shards: one that serves the call
+ * alone, the transaction's own first (held.c), or two locked with SKIP
+ * LOCKED, waiting on one only when both are busy and the transaction holds
+ * no shard of the key.  A shard with no row is first created at full
+ * capacity, which is exactly what a missing row means, so creating it
+ * changes no decision.
  *
  * rl_consume_all locks every limit of a call in one canonical order (name,
  * then key, bytewise), decides them all, and writes either all of them or
@@ -29,6 +31,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "definitions.h"
+#include "held.h"
 #include "limit.h"
 #include "policy.h"
 #include "stats.h"
@@ -38,11 +41,15 @@
 StaticAssertDecl(RL_MIN_TIME == MIN_TIMESTAMP && RL_END_TIME == END_TIMESTAMP,
 				 "RL_MIN_TIME and RL_END_TIME must match timestamptz's range");
 
-/* The row, or the up to two shards, a call holds. */
+/*
+ * The row, or the up to two shards, a call holds, and the shards it left
+ * busy: n + nbusy is at most 2.
+ */
 typedef struct RlHeld
 {
 	int			n;
-	int16		busy;			/* a probed shard left busy, or -1 */
+	int			nbusy;
+	int16		busy[2];		/* shards left busy, decided on unlocked */
 	int16		shard[2];
 	bool		stored[2];		/* false: no row yet (a full bucket) */
 	RlState		state[2];
@@ -458,44 +465,52 @@ decide_held(const RlTarget *target, const RlHeld *held, double count,
 }
 
 /*
- * A sharded call that holds one shard, which cannot serve it alone, while
- * the other shard it picked is busy: decide over both, reading the busy
- * one's last committed state without a lock, and write neither.  When the
- * pair could serve the call it is refused with retry_after zero (the other
- * shard is in use right now); otherwise it is refused with the shortest
- * wait after which one shard, or both, could serve it.
+ * A sharded call that could not take the shards it picked without waiting,
+ * and must not wait: it holds one shard, which cannot serve it alone, and
+ * the other is busy; or it holds none, both are busy, and its transaction
+ * holds another shard of the key (hold_shards).  Decide over the pair,
+ * reading each busy shard's last committed state without a lock, and
+ * write nothing.  When the pair could serve the call it is refused with
+ * retry_after zero (a shard is in use right now); otherwise it is refused
+ * with the shortest wait after which one shard, or both, could serve it.
  */
 static void
-decide_with_busy(const RlTarget *target, RlHeld *held, int16 busy,
-				 double count, bool reserve, RlAnswer *answer)
+decide_with_busy(const RlTarget *target, RlHeld *held, double count,
+				 bool reserve, RlAnswer *answer)
 {
-	RlRowKey	row = {target->name, target->key, busy};
+	int			n = held->n;
 
-	held->shard[1] = busy;
-	held->stored[1] = rl_storage_read(&row, &held->state[1]);
-	held->n = 2;
+	for (int i = 0; i < held->nbusy; i++)
+	{
+		RlRowKey	row = {target->name, target->key, held->busy[i]};
+
+		held->shard[n + i] = held->busy[i];
+		held->stored[n + i] = rl_storage_read(&row, &held->state[n + i]);
+	}
+	held->n = n + held->nbusy;
 	decide_held(target, held, count, reserve, answer);
-	held->n = 1;
+	held->n = n;
 	if (answer->ok)
 	{
 		answer->ok = false;
 		answer->has_retry = true;
 		answer->retry_after = 0;
-		answer->remaining = held->state[0].value;
+		answer->remaining = n == 1 ? held->state[0].value : 0;
 	}
 	answer->write[0] = answer->write[1] = false;
 }
 
 /*
- * Decide over what hold_rows held.  A busy shard is left only when the held
- * one could not serve the call alone, so the answer then minds both.
+ * Decide over what hold_rows held.  A busy shard is left only when the
+ * call could not serve itself from what it holds, so the answer then
+ * minds the busy ones too.
  */
 static void
 decide_hold(const RlTarget *target, RlHeld *held, double count, bool reserve,
 			RlAnswer *answer)
 {
-	if (held->n == 1 && held->busy >= 0)
-		decide_with_busy(target, held, held->busy, count, reserve, answer);
+	if (held->nbusy > 0)
+		decide_with_busy(target, held, count, reserve, answer);
 	else
 		decide_held(target, held, count, reserve, answer);
 }
@@ -509,8 +524,11 @@ write_held(const RlHeld *held, const RlAnswer *answer)
 			rl_storage_update((ItemPointer) &held->tid[i], &answer->state[i]);
 }
 
-/* Create a missing row at full capacity: the same as no row at all. */
-static void
+/*
+ * Create a missing row at full capacity: the same as no row at all.  False
+ * when another transaction created it first.
+ */
+static bool
 create_full_row(const RlTarget *target, const RlRowKey *row)
 {
 	RlPolicy	policy = row_policy(target);
@@ -519,7 +537,7 @@ create_full_row(const RlTarget *target, const RlRowKey *row)
 
 	check_answered(rl_initial_state(&policy, target->origin, now, &full), now);
 	check_state_time(&full, now);
-	rl_storage_insert(row, &full);
+	return rl_storage_insert(row, &full);
 }
 
 /* Give up on a row that vanishes as fast as it is created. */
@@ -535,10 +553,12 @@ check_attempts(int attempt)
 
 /*
  * Lock one shard without waiting, creating it (full) if it has no row;
- * true and added to held when it is ours.  Creating a row waits for
- * another transaction creating it, and everything that waits for shards
- * (hold_every_shard, and a call that found both of its shards busy) waits
- * in ascending shard order: so a shard lower than one held is not created
+ * true and added to held when it is ours.  Every shard the transaction
+ * locks or creates is noted (held.c).  Creating a row waits for another
+ * transaction creating it, and everything that waits for shards
+ * (hold_every_shard, and a call that found both of its shards busy while
+ * its transaction held no shard of the key) waits in ascending shard
+ * order: so a shard lower than one the transaction holds is not created
  * but left, as if busy.
  */
 static bool
@@ -550,17 +570,18 @@ try_hold_shard(const RlTarget *target, int16 shard, RlHeld *held)
 
 	status = rl_storage_lock_nowait(&row, false, &held->state[k],
 									&held->tid[k]);
-	for (int i = 0; i < k && status == RL_ROW_MISSING; i++)
-		if (held->shard[i] > shard)
-			return false;
 	if (status == RL_ROW_MISSING)
 	{
-		create_full_row(target, &row);
+		if (rl_held_highest(target->name, target->key) > shard)
+			return false;
+		if (create_full_row(target, &row))
+			rl_held_note(target->name, target->key, shard);
 		status = rl_storage_lock_nowait(&row, false, &held->state[k],
 										&held->tid[k]);
 	}
 	if (status != RL_ROW_LOCKED)
 		return false;
+	rl_held_note(target->name, target->key, shard);
 	held->shard[k] = shard;
 	held->stored[k] = true;
 	held->n++;
@@ -589,7 +610,8 @@ peek_shard(const RlTarget *target, const RlPolicy *policy, int16 shard,
  * no existing one served, since creating a row waits for anyone creating
  * it too.  The second shard is taken only when the first cannot serve
  * count alone, so a call usually holds one row lock.  The call waits only
- * when both shards are busy.
+ * when both shards are busy, and never when its transaction already holds
+ * a shard of the key: it then leaves both busy (decide_with_busy).
  */
 static void
 hold_shards(const RlTarget *target, double count, const int16 *prefer,
@@ -610,7 +632,7 @@ hold_shards(const RlTarget *target, double count, const int16 *prefer,
 
 		check_attempts(attempt);
 		held->n = 0;
-		held->busy = -1;
+		held->nbusy = 0;
 		if (attempt == 0 && prefer != NULL)
 		{
 			pick[0] = prefer[0];
@@ -665,29 +687,47 @@ hold_shards(const RlTarget *target, double count, const int16 *prefer,
 		}
 		if (held->n == 1)
 		{
-			held->busy = held->shard[0] == pick[0] ? pick[1] : pick[0];
+			held->nbusy = 1;
+			held->busy[0] = held->shard[0] == pick[0] ? pick[1] : pick[0];
 			return;
 		}
 		if (held->n == 2)
 			return;
 
 		/*
-		 * Both busy: now wait for the fuller one.  When it cannot serve
-		 * count alone, the other is taken without waiting, as above, or
-		 * left busy, so that the answer minds both (decide_hold): waiting
-		 * for the second too could deadlock with a call holding it.
+		 * Both busy.  A transaction that holds a shard of this key (an
+		 * earlier call) must not wait for another: a transaction holding
+		 * the one it waits for could be waiting for one it holds.
 		 */
 		rl_stats_both_shards_busy();
+		if (rl_held_highest(target->name, target->key) >= 0)
+		{
+			held->nbusy = 2;
+			held->busy[0] = pick[0];
+			held->busy[1] = pick[1];
+			return;
+		}
+
+		/*
+		 * Otherwise wait for the fuller one.  When it cannot serve count
+		 * alone, the other is taken without waiting, as above, or left
+		 * busy, so that the answer minds both (decide_hold): waiting for
+		 * the second too could deadlock with a call holding it.
+		 */
 		row.shard = pick[0];
 		if (rl_storage_lock(&row, &held->state[0], &held->tid[0]))
 		{
+			rl_held_note(target->name, target->key, pick[0]);
 			held->shard[0] = pick[0];
 			held->stored[0] = true;
 			held->n = 1;
 			if (rl_refill(&policy, target->origin, held->state[0],
 						  rl_clock_now()).value < count &&
 				!try_hold_shard(target, pick[1], held))
-				held->busy = pick[1];
+			{
+				held->nbusy = 1;
+				held->busy[0] = pick[1];
+			}
 			return;
 		}
 	}
@@ -709,7 +749,7 @@ hold_rows(const RlTarget *target, double count, const int16 *prefer,
 		hold_shards(target, count, prefer, held);
 		return;
 	}
-	held->busy = -1;
+	held->nbusy = 0;
 	for (int attempt = 0;; attempt++)
 	{
 		check_attempts(attempt);
@@ -747,7 +787,7 @@ decide_unlocked_row(UnlockedCall *call, const RlState *state, RlState *write)
 	RlHeld		held;
 
 	held.n = 1;
-	held.busy = -1;
+	held.nbusy = 0;
 	held.shard[0] = 0;
 	held.stored[0] = true;
 	held.state[0] = *state;
@@ -770,12 +810,14 @@ decide_unlocked(const RlState *state, void *arg, RlState *write)
 /*
  * rl_storage_consume's decide for one shard of a sharded limit: grant
  * only when the shard serves the call alone (as hold_shards takes one
- * shard when it can); otherwise write nothing and leave the answer to
- * consume_shards_unlocked.  state is kept in seen.
+ * shard when it can), and lock_first is false; otherwise write nothing
+ * and leave the answer to consume_shards_unlocked.  state is kept in seen.
  */
 typedef struct ShardProbe
 {
 	UnlockedCall *call;
+	bool		lock_first;		/* only look: the shard is to be locked
+								 * without waiting before it is written */
 	RlState		seen;
 	bool		serves;			/* its tokens cover the count alone */
 } ShardProbe;
@@ -791,7 +833,7 @@ decide_shard_alone(const RlState *state, void *arg, RlState *write)
 	probe->serves = rl_refill(&policy, call->target->origin, *state,
 							  rl_clock_now()).value >= call->count;
 	call->granted = false;
-	if (!probe->serves)
+	if (!probe->serves || probe->lock_first)
 		return false;
 	return decide_unlocked_row(call, state, write);
 }
@@ -825,15 +867,145 @@ fullest_probe(const RlTarget *target, const RlState *seen, const bool *want,
 	return best;
 }
 
+/* What probing the shards of a sharded limit came to. */
+typedef enum ShardProbeResult
+{
+	PROBE_DECIDED,				/* answered (and written when granted) */
+	PROBE_HELD,					/* one shard that serves alone is held */
+	PROBE_LOCK					/* take the locking path (hold_shards) */
+} ShardProbeResult;
+
+/* What locking a shard that looked as if it served the call alone found. */
+typedef enum ShardTake
+{
+	TAKE_HELD,					/* locked, and it serves alone */
+	TAKE_SHORT,					/* locked, but it no longer serves alone */
+	TAKE_BUSY					/* another transaction holds it (or is
+								 * creating it, or it is lower than a shard
+								 * the transaction holds and missing) */
+} ShardTake;
+
+/*
+ * The lowest shard of a key with no row above every shard the transaction
+ * holds of it (held.c), or -1 when there is none.
+ */
+static int
+lowest_missing_shard(const RlTarget *target)
+{
+	int			nshards = target->policy.shards;
+	RlState    *states = palloc(sizeof(RlState) * nshards);
+	bool	   *found = palloc(sizeof(bool) * nshards);
+	int			shard = rl_held_highest(target->name, target->key) + 1;
+
+	rl_storage_read_shards(target->name, target->key, nshards, states, found);
+	while (shard < nshards && found[shard])
+		shard++;
+	pfree(states);
+	pfree(found);
+	return shard < nshards ? shard : -1;
+}
+
+/*
+ * Lock, without waiting, a shard that by its state read without a lock
+ * could serve count alone.  TAKE_HELD leaves it in held (n = 1); after
+ * TAKE_SHORT the locked state is in *locked and held is empty again, the
+ * shard staying locked (it is noted as the transaction's, held.c).
+ *
+ * A shard that had no row (missing) is full, as is every missing shard:
+ * the lowest missing one above those the transaction holds is created
+ * instead.  So a transaction creates a key's shards in ascending order,
+ * and one that already holds a shard of the key can still create every
+ * missing shard it comes to need (try_hold_shard never creates one lower
+ * than a shard held).
+ */
+static ShardTake
+take_serving_shard(const RlTarget *target, int16 shard, bool missing,
+				   double count, RlHeld *held, RlState *locked)
+{
+	RlPolicy	policy = row_policy(target);
+	int16		probed = shard;
+
+	held->n = 0;
+	held->nbusy = 0;
+	if (missing)
+	{
+		int			lowest = lowest_missing_shard(target);
+
+		if (lowest < 0)
+			return TAKE_BUSY;
+		shard = (int16) lowest;
+	}
+	if (!try_hold_shard(target, shard, held))
+		return TAKE_BUSY;
+	if (rl_refill(&policy, target->origin, held->state[0],
+				  rl_clock_now()).value >= count)
+		return TAKE_HELD;
+	held->n = 0;
+	if (shard != probed)
+		return TAKE_BUSY;		/* another call filled the gap and used it */
+	*locked = held->state[0];
+	return TAKE_SHORT;
+}
+
+/*
+ * An order to try a sharded key's shards in: the shards the transaction
+ * holds first (they are never busy for it), then the rest, each group in
+ * random order.  Only the first max places are drawn; *nowned receives
+ * how many of the shards are the transaction's.
+ */
+static int16 *
+shard_order(const RlTarget *target, int max, int *nowned)
+{
+	int			nshards = target->policy.shards;
+	int16	   *order = palloc(sizeof(int16) * nshards);
+	int16	   *own = palloc(sizeof(int16) * max);
+	int			nown = rl_held_shards(target->name, target->key, own, max);
+	int			front = 0;
+
+	for (int s = 0; s < nshards; s++)
+		order[s] = (int16) s;
+	for (int i = 0; i < nown; i++)
+	{
+		int16		shard = own[i];
+		int			at = front;
+
+		if (shard >= nshards)
+			continue;			/* left over from a redefinition */
+		while (order[at] != shard)
+			at++;
+		order[at] = order[front];
+		order[front++] = shard;
+	}
+	/* a partial shuffle of each group */
+	for (int p = 0; p < max && p < nshards; p++)
+	{
+		int			end = p < front ? front : nshards;
+		int			k = p + random_below(end - p);
+		int16		swap = order[k];
+
+		order[k] = order[p];
+		order[p] = swap;
+	}
+	pfree(own);
+	*nowned = front;
+	return order;
+}
+
 /*
  * A call on a sharded limit, decided without waiting: probe up to
- * RL_SHARD_PROBES shards in random order, each read without a lock, and
- * take the first that serves the call alone and that nobody holds, in one
- * touch (rl_storage_consume).  A shard another transaction holds is
- * passed over, so a hot limit's calls spread over its free shards instead
- * of queueing on two.  Every shard is equally likely to be probed first,
- * and the shards probed after a busy one are random too, so no shard
- * takes more than its share of the calls the busy ones pass on.
+ * RL_SHARD_PROBES shards, those the transaction already holds first, the
+ * rest in random order, each read without a lock, and take the first
+ * that serves the call alone and that nobody else holds: in one touch
+ * (rl_storage_consume) when it can, else (the SQL path, a row changed
+ * since it was read, a missing shard to create) by locking it without
+ * waiting and deciding under the lock, which is then left to the caller
+ * (PROBE_HELD).  A shard another transaction holds is passed over, so a
+ * hot limit's calls spread over its free shards instead of queueing on
+ * two.  Every shard is equally likely to be probed first, and the shards
+ * probed after a busy one are random too, so no shard takes more than its
+ * share of the calls the busy ones pass on.  Both paths probe the same
+ * way and so give the same answers: the SQL path finds a shard busy by
+ * failing to lock it, where the direct path sees its holder.
  *
  * When no probed shard could be taken, the call is refused without a lock
  * where hold_shards, holding a pair of the probed shards, would refuse it;
@@ -843,66 +1015,96 @@ fullest_probe(const RlTarget *target, const RlState *seen, const bool *want,
  * - the shards that serve alone are all busy, and a free one that cannot
  *   serve alone was probed: the answer decide_with_busy gives for that
  *   pair (retry_after zero when the pair could serve).
- * Otherwise (a shard to create, serving shards all busy, a call two
- * shards must share, a shard that changed since it was read, or the SQL
- * path, which locks before it writes) returns false, and the caller takes
- * the locking path (hold_shards), which may wait.  A call two shards must
- * share tries the two fullest probed first (call->pair): the pair rl_peek
- * (rl_check) decides on when every shard was probed, so that the call is
- * not refused by a random pair where rl_check said it would be granted.
+ * Otherwise (serving shards all busy, or a call two shards must share)
+ * returns PROBE_LOCK, and the caller takes the locking path
+ * (hold_shards), which may wait when the transaction holds no shard of
+ * the key.  A call two shards must share tries the two fullest probed
+ * first (call->pair): the pair rl_peek (rl_check) decides on when every
+ * shard was probed, so that the call is not refused by a random pair
+ * where rl_check said it would be granted.
  */
-static bool
-consume_shards_unlocked(UnlockedCall *call)
+static ShardProbeResult
+consume_shards_unlocked(UnlockedCall *call, RlHeld *held)
 {
 	const RlTarget *target = call->target;
+	RlPolicy	policy = row_policy(target);
 	int			nshards = target->policy.shards;
 	int			probes = Min(nshards, RL_SHARD_PROBES);
-	int16	   *order = palloc(sizeof(int16) * nshards);
+	int			nowned;
+	int16	   *order = shard_order(target, probes, &nowned);
 	RlState		seen[RL_SHARD_PROBES];
 	bool		busy_serves[RL_SHARD_PROBES];
 	bool		free_short[RL_SHARD_PROBES];
 	bool		any_busy_serves = false;
 	bool		any_free_short = false;
 	bool		decided = false;
-	RlHeld		held;
+	RlHeld		pair;
 	int			a;
 	int			b;
 
-	for (int s = 0; s < nshards; s++)
-		order[s] = (int16) s;
 	for (int p = 0; p < probes; p++)
 	{
-		int			k = p + random_below(nshards - p);
-		int16		shard = order[k];
+		int16		shard = order[p];
 		RlRowKey	row = {target->name, target->key, shard};
 		ShardProbe	probe = {call};
 		RlTryStatus status;
 
-		/* a partial shuffle: order[0..p] are the shards probed so far */
-		order[k] = order[p];
-		order[p] = shard;
+		/*
+		 * A transaction holding a shard of the key writes another only
+		 * once it has locked it without waiting: the one-touch write
+		 * waits for a holder that locked the row after it was read.
+		 */
 		CHECK_FOR_INTERRUPTS();
+		probe.lock_first = p >= nowned &&
+			rl_held_highest(target->name, target->key) >= 0;
 		status = rl_storage_consume(&row, decide_shard_alone, &probe);
+		if (status == RL_TRY_DONE && probe.lock_first && probe.serves)
+			status = RL_TRY_LOCK;
 		if (status == RL_TRY_DONE && call->granted)
 		{
+			/* granted in one touch, which is then the lock */
+			if (call->answer->write[0])
+				rl_held_note(target->name, target->key, shard);
 			pfree(order);
-			return true;
+			return PROBE_DECIDED;
 		}
-		if (status == RL_TRY_MISSING || status == RL_TRY_LOCK)
+		if (status == RL_TRY_MISSING)
 		{
-			/* a missing shard is full: create it; or lock before writing */
-			pfree(order);
-			return false;
+			/* a missing shard is full */
+			check_answered(rl_initial_state(&policy, target->origin,
+											rl_clock_now(), &probe.seen),
+						   rl_clock_now());
+			probe.serves = policy.capacity >= call->count;
+		}
+		if ((status == RL_TRY_MISSING || status == RL_TRY_LOCK) &&
+			probe.serves)
+		{
+			switch (take_serving_shard(target, shard,
+									   status == RL_TRY_MISSING, call->count,
+									   held, &probe.seen))
+			{
+				case TAKE_HELD:
+					pfree(order);
+					return PROBE_HELD;
+				case TAKE_SHORT:
+					status = RL_TRY_DONE;	/* ours now, and short */
+					probe.serves = false;
+					break;
+				case TAKE_BUSY:
+					status = RL_TRY_BUSY;
+					break;
+			}
 		}
 		seen[p] = probe.seen;
 		busy_serves[p] = status == RL_TRY_BUSY && probe.serves;
-		free_short[p] = status == RL_TRY_DONE && !probe.serves;
+		free_short[p] = (status == RL_TRY_DONE || status == RL_TRY_MISSING) &&
+			!probe.serves;
 		any_busy_serves |= busy_serves[p];
 		any_free_short |= free_short[p];
 	}
 
-	held.busy = -1;
-	held.stored[0] = held.stored[1] = true;
+	pair.nbusy = 0;
+	pair.stored[0] = pair.stored[1] = true;
 	if (!any_busy_serves)
 	{
 		/* none serves alone: would the two fullest together? */
@@ -912,13 +1114,13 @@ consume_shards_unlocked(UnlockedCall *call)
 			every[p] = true;
 		a = fullest_probe(target, seen, every, probes, -1);
 		b = fullest_probe(target, seen, every, probes, a);
-		held.n = 2;
-		held.shard[0] = order[a];
-		held.shard[1] = order[b];
-		held.state[0] = seen[a];
-		held.state[1] = seen[b];
+		pair.n = 2;
+		pair.shard[0] = order[a];
+		pair.shard[1] = order[b];
+		pair.state[0] = seen[a];
+		pair.state[1] = seen[b];
 		recheck_definition(call->target, call->count, call->reserve);
-		decide_held(target, &held, call->count, call->reserve, call->answer);
+		decide_held(target, &pair, call->count, call->reserve, call->answer);
 		decided = !call->answer->ok;
 		if (!decided)
 		{
@@ -931,18 +1133,20 @@ consume_shards_unlocked(UnlockedCall *call)
 		/* the pair of a free shard that cannot serve and a busy one */
 		a = fullest_probe(target, seen, free_short, probes, -1);
 		b = fullest_probe(target, seen, busy_serves, probes, -1);
-		held.n = 1;
-		held.shard[0] = order[a];
-		held.state[0] = seen[a];
+		pair.n = 1;
+		pair.shard[0] = order[a];
+		pair.state[0] = seen[a];
+		pair.nbusy = 1;
+		pair.busy[0] = order[b];
 		recheck_definition(call->target, call->count, call->reserve);
-		decide_with_busy(target, &held, order[b], call->count, call->reserve,
+		decide_with_busy(target, &pair, call->count, call->reserve,
 						 call->answer);
 		decided = true;
 	}
 	pfree(order);
 	if (decided)
 		call->answer->write[0] = call->answer->write[1] = false;
-	return decided;
+	return decided ? PROBE_DECIDED : PROBE_LOCK;
 }
 
 /*
@@ -959,9 +1163,17 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 
 	if (target->policy.shards > 1)
 	{
-		if (consume_shards_unlocked(&call))
-			return;
-		hold_rows(target, count, call.pair[0] >= 0 ? call.pair : NULL, &held);
+		switch (consume_shards_unlocked(&call, &held))
+		{
+			case PROBE_DECIDED:
+				return;
+			case PROBE_HELD:
+				break;
+			case PROBE_LOCK:
+				hold_rows(target, count, call.pair[0] >= 0 ? call.pair : NULL,
+						  &held);
+				break;
+		}
 		recheck_definition(target, count, reserve);
 		decide_hold(target, &held, count, reserve, answer);
 		if (answer->ok)
@@ -1063,12 +1275,22 @@ shard_value(const RlTarget *target, const RlPolicy *policy, bool found,
 		policy->capacity;
 }
 
+/* A sharded key's shards as peek read them, for rl_consume_all. */
+typedef struct ShardsRead
+{
+	RlState    *states;
+	bool	   *found;			/* false: no row (a full shard) */
+	int16		pair[2];		/* the two fullest */
+} ShardsRead;
+
 /*
  * What rl_consume would answer, locking and writing nothing.  A sharded
- * limit answers as if the call had picked its two fullest shards.
+ * limit answers as if the call had picked its two fullest shards; read,
+ * when not NULL, receives what was read.
  */
-void
-rl_peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer)
+static void
+peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer,
+	 ShardsRead *read)
 {
 	RlHeld		held;
 	int			nshards = target->policy.shards;
@@ -1113,8 +1335,69 @@ rl_peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer)
 			held.stored[i] = found[best[i]];
 			held.state[i] = states[best[i]];
 		}
+		if (read != NULL)
+		{
+			read->states = states;
+			read->found = found;
+			read->pair[0] = (int16) best[0];
+			read->pair[1] = (int16) best[1];
+		}
 	}
 	decide_held(target, &held, count, reserve, answer);
+}
+
+/* What rl_consume would answer, locking and writing nothing. */
+void
+rl_peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer)
+{
+	peek(target, count, reserve, answer, NULL);
+}
+
+/*
+ * Hold the rows rl_consume_all decides on for one limit, whose shards, if
+ * it has more than one, peek read (read).  Of the shards that by that read
+ * serve the call alone, those the transaction holds first, the rest in
+ * random order, up to RL_SHARD_PROBES are locked without waiting, and the
+ * first that still serves is held.  Otherwise the two fullest are held
+ * (hold_shards): the pair rl_check decides on, so that a call is granted
+ * whenever rl_check says it would be, as a single call is.
+ */
+static void
+hold_chosen_rows(const RlTarget *target, double count, const ShardsRead *read,
+				 RlHeld *held)
+{
+	int			nshards = target->policy.shards;
+	RlPolicy	policy = row_policy(target);
+	TimestampTz now = rl_clock_now();
+	int16	   *order;
+	int			nowned;
+	int			tries = 0;
+
+	if (nshards == 1)
+	{
+		hold_rows(target, count, NULL, held);
+		return;
+	}
+	order = shard_order(target, nshards, &nowned);
+	for (int p = 0; p < nshards && tries < RL_SHARD_PROBES; p++)
+	{
+		int16		s = order[p];
+		RlState		locked;
+
+		CHECK_FOR_INTERRUPTS();
+		if (shard_value(target, &policy, read->found[s], read->states[s],
+						now) < count)
+			continue;
+		tries++;
+		if (take_serving_shard(target, s, !read->found[s], count, held,
+							   &locked) == TAKE_HELD)
+		{
+			pfree(order);
+			return;
+		}
+	}
+	pfree(order);
+	hold_rows(target, count, read->pair, held);
 }
 
 /* A limit's tokens brought forward to now: the sum over its shards. */
@@ -1231,6 +1514,7 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 {
 	double	   *total = palloc0(sizeof(double) * n);
 	RlHeld	   *held = palloc(sizeof(RlHeld) * n);
+	ShardsRead *read = palloc0(sizeof(ShardsRead) * n);
 	int			refused = -1;
 
 	for (int i = 0; i < n; i++)
@@ -1255,7 +1539,7 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 			continue;
 		rl_target_check_count(&targets[i], total[i], reserve);
 		recheck_definition(&targets[i], total[i], reserve);
-		rl_peek(&targets[i], total[i], reserve, &answers[i]);
+		peek(&targets[i], total[i], reserve, &answers[i], &read[i]);
 		if (!answers[i].ok &&
 			(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
 			refused = i;
@@ -1284,7 +1568,7 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		rl_target_check_count(&targets[i], total[i], reserve);
 		if (calls)
 			rl_stats_attribute(&calls[i]);
-		hold_rows(&targets[i], total[i], NULL, &held[i]);
+		hold_chosen_rows(&targets[i], total[i], &read[i], &held[i]);
 	}
 	if (calls)
 		rl_stats_attribute(NULL);
@@ -1349,6 +1633,7 @@ hold_every_shard(const RlTarget *target, RlState *states, ItemPointerData *tids)
 				break;
 			create_full_row(target, &row);
 		}
+		rl_held_note(target->name, target->key, s);
 	}
 }
 

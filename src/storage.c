@@ -30,8 +30,9 @@
  * winner's row, so nobody ever starts from a second full bucket.
  *
  * A sharded limit passes over shards another transaction holds (up to 8
- * on the direct path, then with SKIP LOCKED on two); it waits only when
- * every shard it probed is busy.
+ * probed: the direct path sees the holder, the SQL path locks with SKIP
+ * LOCKED; then with SKIP LOCKED on two); it waits only when every shard it
+ * probed is busy and its transaction holds no shard of the key.
  *
  * Reads for rl_check and rl_value take no lock.  Like the locking read,
  * every statement runs with a fresh snapshot (SPI's read_only = false), so

@@ -11,7 +11,9 @@
 # limit of 4 and calls of 3, so that every first call creates both shards
 # (granted exactly once per key, and no deadlock); then 24 sessions mix
 # calls, refunds, rl_gc and rl_limit_all on a few keys of 2 to 4 shards,
-# with no failed transaction (no deadlock); then, with fillfactor 100 and a
+# with no failed transaction (no deadlock); then 12 sessions call one key
+# of 8 shards twice per transaction, on each path, with no failed
+# transaction (no deadlock); then, with fillfactor 100 and a
 # snapshot held open, 8 sessions call 200 keys of 480 bytes, so that most
 # updates are not HOT and need new index entries, and every key must hold
 # exactly capacity minus its calls.  amcheck then checks the state table
@@ -37,6 +39,7 @@ CREATE TABLE pair_calls (key bigint, ok boolean);
 SELECT rl_define('m2', 'token bucket', 1, '1 year', capacity => 20, shards => 2);
 SELECT rl_define('m3', 'token bucket', 1, '1 year', capacity => 30, shards => 3);
 SELECT rl_define('m4', 'token bucket', 1, '1 year', capacity => 40, shards => 4);
+SELECT rl_define('s8', 'token bucket', 1000000000, '1 hour', shards => 8);
 SELECT rl_define('long', 'token bucket', 1000, '1 day', capacity => 1000000);
 CREATE TABLE long_calls (key int);
 SQL
@@ -69,6 +72,18 @@ if grep -q 'number of failed transactions: [1-9]' <<<"$out"; then
 	rl_log "stress: FAILED (sharded calls, refunds and rl_gc failed)"
 	exit 1
 fi
+# the same sharded key twice per transaction, nothing refused: the second
+# call waited for another shard while holding one, and two such
+# transactions deadlocked (40P01), on the SQL path above all
+for path in on off; do
+	out=$(PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z -c deadlock_timeout=50ms -c ratelimit.direct_access=$path" \
+		"$RL_BIN/pgbench" -n -c 12 -j 2 -T 4 -f "$here/twice.sql" "$db" 2>&1)
+	if grep -q 'number of failed transactions: [1-9]' <<<"$out"; then
+		grep 'failed' <<<"$out" >&2
+		rl_log "stress: FAILED (one sharded key twice per transaction, direct_access = $path)"
+		exit 1
+	fi
+done
 "$RL_BIN/psql" -X -q -d "$db" -c "ALTER TABLE rate_limits SET (fillfactor = 100)"
 # a snapshot held open meanwhile keeps old versions from being pruned, so
 # pages fill and most updates must go to another page (not HOT)
@@ -85,4 +100,4 @@ if ! diff -u "$here/check.expected" "$RL_TMP/stress.out"; then
 	rl_log "stress: FAILED"
 	exit 1
 fi
-rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact, unsharded and on two shards; sharded calls, refunds and rl_gc mixed without a deadlock; 2,400 non-HOT calls on long keys exact; amcheck clean"
+rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact, unsharded and on two shards; sharded calls, refunds and rl_gc mixed without a deadlock; one sharded key twice per transaction without a deadlock, on both paths; 2,400 non-HOT calls on long keys exact; amcheck clean"
