@@ -58,3 +58,21 @@ VALUES ('rows', 'token bucket', 1, '1 hour', 5);
 SELECT ok, remaining FROM rl_limit('rows', 'k2');	-- defined again, capacity 5
 ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_changed;
 SELECT rl_undefine('rows');
+
+-- pg_restore --data-only --disable-triggers wraps the data in DISABLE and
+-- ENABLE TRIGGER ALL, which leaves both triggers plain ENABLE: they no
+-- longer fire under session_replication_role = replica, as apply workers
+-- run.  Then nothing is cached, and such a change still reaches the call.
+ALTER TABLE rl_definitions DISABLE TRIGGER ALL;
+ALTER TABLE rl_definitions ENABLE TRIGGER ALL;
+SELECT tgname, tgenabled FROM pg_trigger
+WHERE tgrelid = 'rl_definitions'::regclass ORDER BY tgname;
+SELECT rl_define('restored', 'token bucket', 1, '1 hour', capacity => 10);
+SELECT ok, remaining FROM rl_limit('restored', 'k');
+SET session_replication_role = replica;
+UPDATE rl_definitions SET capacity = 2 WHERE name = 'restored';
+RESET session_replication_role;
+SELECT ok, remaining FROM rl_limit('restored', 'k');	-- 8 clamped to 2, less 1
+ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_changed;
+ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_row_changed;
+SELECT rl_undefine('restored');

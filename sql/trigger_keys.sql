@@ -190,6 +190,23 @@ SELECT who, count(*) AS granted, round((rl_value('five', who)).value::numeric, 6
 FROM (SELECT who FROM weighted UNION ALL SELECT who FROM weighted_real) AS w
 GROUP BY who ORDER BY who;
 
+-- a generated key column: a BEFORE trigger would read it before it is
+-- computed (NULL on INSERT), so it is refused; AFTER reads the value
+SELECT rl_define('gen', 'fixed window', 1, '1 day', start => '2026-01-01');
+CREATE TABLE signups (email text, norm text GENERATED ALWAYS AS (lower(email)) STORED);
+CREATE TRIGGER by_norm BEFORE INSERT ON signups
+  FOR EACH ROW EXECUTE FUNCTION rl_enforce('gen', 'norm');
+SELECT error_of($$INSERT INTO signups VALUES ('Ann@x')$$);
+DROP TRIGGER by_norm ON signups;
+CREATE TRIGGER by_norm AFTER INSERT OR UPDATE ON signups
+  FOR EACH ROW EXECUTE FUNCTION rl_enforce('gen', 'norm');
+SELECT error_of($$INSERT INTO signups VALUES ('Ann@x')$$) AS first,
+       error_of($$INSERT INTO signups VALUES ('ANN@X')$$) AS same_person,
+       error_of($$INSERT INTO signups VALUES ('bob@x')$$) AS another;
+SELECT key FROM rate_limits WHERE name = 'gen' ORDER BY key;
+DROP TABLE signups;
+SELECT rl_undefine('gen');
+
 DROP TABLE orders, bookings, visits, shipments, amounts, blobs, codes, misc,
   refused, weighted, weighted_real;
 DROP FUNCTION enforce_on(text), refusal(text);

@@ -20,7 +20,9 @@
  * session_replication_role = replica too, as apply workers run.  The
  * invalidation reaches this backend at its next command (its own changes)
  * or, for other backends, when the changing transaction commits, before it
- * releases its locks; a rollback delivers it too.
+ * releases its locks; a rollback delivers it too.  While the row trigger
+ * does not fire always (disabled, or left plain ENABLE by pg_restore
+ * --disable-triggers), nothing is cached: see changes_reach_us.
  *
  * Like the catalogs, definitions are read with a fresh snapshot, never the
  * transaction's: a cached entry then never holds anything older than what
@@ -35,6 +37,8 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
+#include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -85,6 +89,40 @@ invalidate(Datum arg, Oid relid)
 		forget_definitions();
 		cache_relid = InvalidOid;
 	}
+}
+
+/*
+ * Whether every change to rl_definitions reaches this backend: the row
+ * trigger that sends the invalidation fires on INSERT, UPDATE and DELETE
+ * whatever session_replication_role says (ENABLE ALWAYS), as logical
+ * replication's apply workers need.  ALTER TABLE ... DISABLE TRIGGER (ALL,
+ * USER, or by name), and pg_restore --disable-triggers, which leaves it
+ * plain ENABLE afterwards, change that; they also change the table's
+ * relcache entry, which invalidates this cache, so the next lookup looks
+ * again.  Until the trigger fires always again, nothing is cached: every
+ * call reads its definition, slower but never stale.  (TRUNCATE gives the
+ * table a new file, an invalidation of its own.)
+ */
+static bool
+changes_reach_us(Oid relid)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	TriggerDesc *triggers = rel->trigdesc;
+	bool		always = false;
+
+	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
+	{
+		Trigger    *t = &triggers->triggers[i];
+
+		if (strcmp(t->tgname, "rl_definitions_row_changed") == 0 &&
+			t->tgenabled == TRIGGER_FIRES_ALWAYS &&
+			TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_AFTER(t->tgtype) &&
+			TRIGGER_FOR_INSERT(t->tgtype) && TRIGGER_FOR_UPDATE(t->tgtype) &&
+			TRIGGER_FOR_DELETE(t->tgtype))
+			always = true;
+	}
+	relation_close(rel, AccessShareLock);
+	return always;
 }
 
 /* The cache, created on first use. */
@@ -144,7 +182,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 		cache_relid = rl_storage_definitions_relid();
 	seen = generation;
 	defined = rl_storage_get_definition(name, policy);
-	if (generation != seen)
+	if (generation != seen || !changes_reach_us(cache_relid))
 		return defined;
 	if (hash_get_num_entries(get_cache()) >= DEFINITIONS_CACHE_MAX)
 		forget_definitions();

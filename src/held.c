@@ -198,9 +198,14 @@ rl_held_shards(text *name, text *key, int16 *shards, int max)
 	return n;
 }
 
-/* The highest shard of (name, key) the transaction holds, or -1. */
+/*
+ * The highest shard of (name, key) below nshards the transaction holds, or
+ * -1.  A shard at or past nshards (held before a redefinition lowered the
+ * count) is a row no call of the limit uses any more: it must not keep the
+ * call from creating, or taking, the shards that are.
+ */
 int
-rl_held_highest(text *name, text *key)
+rl_held_highest(text *name, text *key, int nshards)
 {
 	HeldEntry  *entry = held_entry(name, key, false);
 	int			highest = -1;
@@ -209,6 +214,7 @@ rl_held_highest(text *name, text *key)
 		return -1;
 	for (int i = 0; i < entry->n; i++)
 		if (entry->shards[i].shard > highest &&
+			entry->shards[i].shard < nshards &&
 			TransactionIdIsCurrentTransactionId(entry->shards[i].xid))
 			highest = entry->shards[i].shard;
 	return highest;

@@ -12,6 +12,6 @@
 
 extern void rl_held_note(text *name, text *key, int16 shard);
 extern int	rl_held_shards(text *name, text *key, int16 *shards, int max);
-extern int	rl_held_highest(text *name, text *key);
+extern int	rl_held_highest(text *name, text *key, int nshards);
 
 #endif							/* RATELIMIT_HELD_H */

@@ -572,7 +572,7 @@ try_hold_shard(const RlTarget *target, int16 shard, RlHeld *held)
 									&held->tid[k]);
 	if (status == RL_ROW_MISSING)
 	{
-		if (rl_held_highest(target->name, target->key) > shard)
+		if (rl_held_highest(target->name, target->key, target->policy.shards) > shard)
 			return false;
 		if (create_full_row(target, &row))
 			rl_held_note(target->name, target->key, shard);
@@ -700,7 +700,7 @@ hold_shards(const RlTarget *target, double count, const int16 *prefer,
 		 * the one it waits for could be waiting for one it holds.
 		 */
 		rl_stats_both_shards_busy();
-		if (rl_held_highest(target->name, target->key) >= 0)
+		if (rl_held_highest(target->name, target->key, target->policy.shards) >= 0)
 		{
 			held->nbusy = 2;
 			held->busy[0] = pick[0];
@@ -895,7 +895,7 @@ lowest_missing_shard(const RlTarget *target)
 	int			nshards = target->policy.shards;
 	RlState    *states = palloc(sizeof(RlState) * nshards);
 	bool	   *found = palloc(sizeof(bool) * nshards);
-	int			shard = rl_held_highest(target->name, target->key) + 1;
+	int			shard = rl_held_highest(target->name, target->key, target->policy.shards) + 1;
 
 	rl_storage_read_shards(target->name, target->key, nshards, states, found);
 	while (shard < nshards && found[shard])
@@ -1056,7 +1056,7 @@ consume_shards_unlocked(UnlockedCall *call, RlHeld *held)
 		 */
 		CHECK_FOR_INTERRUPTS();
 		probe.lock_first = p >= nowned &&
-			rl_held_highest(target->name, target->key) >= 0;
+			rl_held_highest(target->name, target->key, target->policy.shards) >= 0;
 		status = rl_storage_consume(&row, decide_shard_alone, &probe);
 		if (status == RL_TRY_DONE && probe.lock_first && probe.serves)
 			status = RL_TRY_LOCK;

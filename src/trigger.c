@@ -34,6 +34,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "common/shortest_dec.h"
@@ -67,6 +68,26 @@ argument_column(Relation rel, const char *column)
 						column, RelationGetRelationName(rel)),
 				 errhint("Check the arguments of the rl_enforce() trigger.")));
 	return attnum;
+}
+
+/*
+ * A stored generated column is computed after BEFORE triggers: such a
+ * trigger would see it NULL on INSERT (every row keyed by the limit shared
+ * by the whole name) and as it was on UPDATE.  An AFTER trigger sees it.
+ */
+static void
+refuse_generated(Relation rel, Trigger *trigger, AttrNumber attnum)
+{
+	Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+	if (attr->attgenerated != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("rl_enforce() cannot read generated column \"%s\" in a BEFORE trigger",
+						NameStr(attr->attname)),
+				 errdetail("Generated columns are computed after BEFORE triggers run; trigger \"%s\" would see the value before it.",
+						   trigger->tgname),
+				 errhint("Create the trigger AFTER INSERT OR UPDATE.")));
 }
 
 /* How a key column's value becomes the key's text. */
@@ -263,6 +284,12 @@ enforce_cache(FunctionCallInfo fcinfo, Trigger *trigger, Relation rel)
 	{
 		cache->count_form = COUNT_CONSTANT;
 		cache->count = 1;
+	}
+	if (TRIGGER_FOR_BEFORE(trigger->tgtype))
+	{
+		refuse_generated(rel, trigger, cache->key_attnum);
+		if (cache->count_form != COUNT_CONSTANT)
+			refuse_generated(rel, trigger, cache->count_attnum);
 	}
 	cache->tgoid = trigger->tgoid;
 	cache->relid = RelationGetRelid(rel);
