@@ -43,7 +43,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	cache_reset gc_definition cache_miss_race refund_race block_race \
 	concurrency stats_waits concurrency_lowered refund_order \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
-	shards_both_busy shards_create_order shards_multixact lock_strength
+	shards_both_busy shards_create_order shards_multixact lock_strength \
+	concurrency_redefine lease_redefine
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
