@@ -429,8 +429,8 @@ rl_concurrency_definition_change(Oid nspid, text *before_name,
 					(errcode(ERRCODE_OBJECT_IN_USE),
 					 errmsg("concurrency limit \"%s\" still has leases held",
 							text_to_cstring(after_name)),
-					 errdetail("Leases of the name hold " INT64_FORMAT " permits until released or expired, and permits held until the transaction ends would not count them.",
-							   held),
+					 errdetail("Leases of the name hold %lld permits until released or expired, and permits held until the transaction ends would not count them.",
+							   (long long) held),
 					 errhint("Release them with rl_release(), wait until their ttl passes, or use another name.")));
 	}
 }
