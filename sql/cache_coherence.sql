@@ -75,4 +75,6 @@ RESET session_replication_role;
 SELECT ok, remaining FROM rl_limit('restored', 'k');	-- 8 clamped to 2, less 1
 ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_changed;
 ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_row_changed;
+ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_guard;
+ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_guard_truncate;
 SELECT rl_undefine('restored');

@@ -97,8 +97,10 @@ SELECT name, permits, key_hash = rl_key_hash('u1') AS is_u1, held,
        pids = ARRAY[pg_backend_pid()] AS mine
 FROM rl_permits ORDER BY held DESC;
 -- what an operator sees in pg_locks: advisory locks of the extension's own
--- field4 range (objsubid 16384 + slot), never 1 or 2
-SELECT locktype, mode, granted, objsubid BETWEEN 16384 AND 16385 AS permit_slot
+-- field4 range (objsubid 16384 + slot), never 1 or 2, and one ShareLock of
+-- the name's lock (objid 0, objsubid 16382) however many permits
+SELECT locktype, mode, granted, objsubid BETWEEN 16384 AND 16385 AS permit_slot,
+       objid = 0 AND objsubid = 16382 AS name_lock
 FROM pg_locks WHERE locktype = 'advisory' AND classid = rl_key_hash('exports')
 ORDER BY objsubid;
 SELECT try($$SELECT rl_acquire('exports', 'u1', throws => true)$$);
@@ -208,9 +210,25 @@ SELECT rl_define_concurrency('jobs', 2, leases => true);
 SELECT rl_lease('jobs', 'rb', 1, '1 minute') IS NULL AS refused;
 SELECT try($$SELECT rl_lease('jobs', 'rb', 3, '1 minute')$$);
 
--- rl_status shows no concurrency limit; rl_gc leaves them alone; rl_undefine
--- drops a lease limit's leases.
+-- rl_status shows no concurrency limit; rl_gc leaves them alone.
 SELECT count(*) FROM rl_status WHERE name IN ('exports', 'jobs');
+
+-- rl_undefine deletes a lease limit's leases that hold nothing and keeps
+-- the held ones: they count again when the name is defined once more, and
+-- keep it from becoming a limit of permits (55006) until released or
+-- expired.
+SELECT rl_release(rl_lease('jobs', 'other', 1, '1 minute')) AS released;
+SELECT count(*) FILTER (WHERE held) AS held, count(*) FILTER (WHERE NOT held) AS not_held
+FROM rl_lease_status WHERE name = 'jobs';
+SELECT rl_undefine('jobs');
+SELECT count(*) FILTER (WHERE held) AS held, count(*) FILTER (WHERE NOT held) AS not_held
+FROM rl_lease_status WHERE name = 'jobs';
+SELECT try($$SELECT rl_define_concurrency('jobs', 3)$$);
+SELECT rl_define_concurrency('jobs', 3, leases => true);
+SELECT rl_lease('jobs', 'rb', 1, '1 minute') IS NULL AS still_counted;
+SET ratelimit.now_override = '2026-01-01 02:00:00+00';
 SELECT rl_undefine('jobs');
 SELECT count(*) AS leases_left FROM rl_leases;
+SELECT rl_define_concurrency('jobs', 3);
+SELECT rl_undefine('jobs');
 SELECT rl_undefine('exports');

@@ -20,6 +20,7 @@
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "executor/executor.h"
+#include "storage/lock.h"
 #include "utils/relcache.h"
 
 /*
@@ -50,6 +51,20 @@ compat_guc_malloc(size_t size)
 	return guc_malloc(LOG, size);
 #else
 	return malloc(size);
+#endif
+}
+
+/*
+ * Whether this backend holds a lock in exactly this mode (a stronger one
+ * does not count); the orstronger argument arrived in 17.
+ */
+static inline bool
+compat_lock_held_by_me(const LOCKTAG *tag, LOCKMODE mode)
+{
+#if PG_VERSION_NUM >= 170000
+	return LockHeldByMe(tag, mode, false);
+#else
+	return LockHeldByMe(tag, mode);
 #endif
 }
 

@@ -30,19 +30,46 @@
  * limit has room.  Expiry is decided by the clock (ratelimit.now_override
  * included); a lease nobody released simply stops counting.
  *
+ * Redefinitions.  Slots are numbered per definition, so a holder from
+ * before a change sits in a slot the new definition may not look at: after
+ * 2 permits became 1, the holder of slot 1 and a newcomer in slot 0 would
+ * be two.  So every call also takes the name's lock (one more tag, the
+ * name alone) in ShareLock until its transaction ends, and reads the
+ * definition after it has it; a change that could leave more holders than
+ * the new definition allows (lowering, undefining, another kind or name)
+ * takes it in ExclusiveLock first, and so waits, as a lock waits, for
+ * every transaction holding permits of the name to end, while new calls
+ * are refused (they do not wait in the lock manager: a call with wait
+ * tries again after its sleep).  Raising waits for no one: every holder
+ * is then in a slot the new definition counts.  rl_define_concurrency and
+ * rl_undefine do this before they write, and the row trigger on
+ * rl_definitions for any change, by hand too (a TRUNCATE, for every name).
+ * A transaction that holds permits of a name cannot lower or drop it: it
+ * would wait for itself.  Leases are rows and count whatever the
+ * definition, so a lease limit lowered counts the leases taken before;
+ * rl_undefine keeps the held ones (they count again if the name is defined
+ * once more), and a name cannot become a limit of permits while leases of
+ * it are held, since rl_acquire does not read rl_leases.  rl_lease takes
+ * the name's lock too (waiting for it), so that a change waits for leases
+ * being taken to commit before it looks at them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <math.h>
 
+#include "access/htup_details.h"
 #include "common/hashfn.h"
 #include "common/int.h"
 #include "common/pg_prng.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -70,6 +97,14 @@ target_tag(const RlTarget *target, uint16 field4, LOCKTAG *tag)
 {
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, rl_lock_hash(target->name),
 						 rl_lock_hash(target->key), field4);
+}
+
+/* The lock tag of a name's definition lock. */
+static void
+name_tag(text *name, LOCKTAG *tag)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, rl_lock_hash(name), 0,
+						 RL_LOCK_NAME_FIELD4);
 }
 
 /*
@@ -179,13 +214,14 @@ slot_held(const RlTarget *target, int slot)
  * One try: take permits free slots, or none.  A slot this transaction
  * already holds is passed over (the lock manager only counted us twice).
  *
- * Slots run from 0 to the number of permits.  After the permits were
- * lowered, holders from before may still sit in slots up to the highest
- * number the limit had (kept in the policy's max_reserved): then every
- * slot is counted, those above included, and permits are granted only
- * while all holders together stay within the new number.  Last, the
- * definition is looked at again: a change committed meanwhile (whose
- * holders of higher slots this call could not have seen) refuses the try.
+ * Slots run from 0 to the number of permits.  A definition may also say
+ * that holders sit in slots up to a higher number (max_reserved, which
+ * 1.2 kept when it lowered the permits without waiting for the holders,
+ * and which a hand edit may still set): then every slot is counted, those
+ * above included, and permits are granted only while all holders together
+ * stay within the permits.  Last, the definition is looked at again: a
+ * change committed meanwhile (by a 1.2 library in another backend, which
+ * does not take the name's lock) refuses the try.
  */
 static bool
 try_permits(const RlTarget *target, int32 permits)
@@ -245,6 +281,28 @@ try_permits(const RlTarget *target, int32 permits)
 }
 
 /*
+ * One try under the name's lock: none while a change of the definition
+ * holds it or waits for it; else the newest definition, read again now
+ * that no change that matters can commit, and a try of its slots.  The
+ * name's lock is kept with the permits, and given back without them (a
+ * transaction that already held it keeps it).
+ */
+static bool
+try_under_name(RlTarget *target, int32 permits)
+{
+	LOCKTAG		tag;
+
+	name_tag(target->name, &tag);
+	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	refresh_target(target, permits);
+	if (try_permits(target, permits))
+		return true;
+	LockRelease(&tag, ShareLock, false);
+	return false;
+}
+
+/*
  * Take permits of a concurrency limit until the transaction ends; false
  * when they are not free within wait_usecs (0: one try).  The wait sleeps
  * between tries and answers cancels and statement_timeout.
@@ -256,7 +314,7 @@ rl_permits_acquire(const RlTarget *target, int32 permits, int64 wait_usecs)
 	TimestampTz deadline;
 	long		sleep_ms = RETRY_SLEEP_MIN_MS;
 
-	if (try_permits(&current, permits))
+	if (try_under_name(&current, permits))
 		return true;
 	if (wait_usecs <= 0)
 		return false;
@@ -274,8 +332,7 @@ rl_permits_acquire(const RlTarget *target, int32 permits, int64 wait_usecs)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		sleep_ms = Min(sleep_ms * 2, RETRY_SLEEP_MAX_MS);
-		refresh_target(&current, permits);
-		if (try_permits(&current, permits))
+		if (try_under_name(&current, permits))
 			return true;
 	}
 }
@@ -292,6 +349,8 @@ rl_lease_take(const RlTarget *target, int32 permits, int64 ttl, Datum *id)
 	TimestampTz now;
 	TimestampTz expires;
 
+	name_tag(current.name, &tag);
+	(void) LockAcquire(&tag, ShareLock, false, false);
 	target_tag(&current, RL_LOCK_LEASE_FIELD4, &tag);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	refresh_target(&current, permits);
@@ -307,4 +366,153 @@ rl_lease_take(const RlTarget *target, int32 permits, int64 ttl, Datum *id)
 	*id = rl_storage_lease_insert(current.name, current.key, permits, now,
 								  expires);
 	return true;
+}
+
+/*
+ * The slots a definition counts the holders of: its permits, or up to
+ * max_reserved, which 1.2 kept on a lowered definition of permits (see
+ * try_permits); for leases, the permits.
+ */
+static double
+slots_in_use(const RlPolicy *policy)
+{
+	if (policy->kind == RL_CONCURRENCY && policy->has_max_reserved)
+		return Max(policy->capacity, policy->max_reserved);
+	return policy->capacity;
+}
+
+/*
+ * What a change of a definition, from before under before_name to after
+ * under after_name (either NULL: none), must do before it commits.  When
+ * before was a concurrency limit, and after is not the same one counting
+ * at least the slots before counted, take the name's lock in
+ * ExclusiveLock, waiting for every transaction holding its permits (or
+ * taking its leases) to end; in a transaction holding permits of it,
+ * refuse rather than wait for itself.  When after is a limit of permits
+ * and before was not, refuse while leases of the name are held.  nspid is
+ * the extension's schema.
+ */
+void
+rl_concurrency_definition_change(Oid nspid, text *before_name,
+								 const RlPolicy *before, text *after_name,
+								 const RlPolicy *after)
+{
+	bool		same = before != NULL && after != NULL &&
+		VARSIZE_ANY_EXHDR(before_name) == VARSIZE_ANY_EXHDR(after_name) &&
+		memcmp(VARDATA_ANY(before_name), VARDATA_ANY(after_name),
+			   VARSIZE_ANY_EXHDR(before_name)) == 0 &&
+		before->kind == after->kind;
+
+	if (before != NULL && RL_KIND_IS_CONCURRENCY(before->kind) &&
+		!(same && slots_in_use(after) >= slots_in_use(before)))
+	{
+		LOCKTAG		tag;
+
+		name_tag(before_name, &tag);
+		if (before->kind == RL_CONCURRENCY &&
+			compat_lock_held_by_me(&tag, ShareLock))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot change concurrency limit \"%s\" while this transaction holds its permits",
+							text_to_cstring(before_name)),
+					 errdetail("A change that lowers or drops the limit waits until every transaction holding its permits has ended."),
+					 errhint("Change it in a transaction that has not called rl_acquire() on it.")));
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	}
+	if (after != NULL && after->kind == RL_CONCURRENCY && !same)
+	{
+		int64		held = rl_storage_name_leases_held(nspid, after_name,
+													   rl_clock_now());
+
+		if (held > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("concurrency limit \"%s\" still has leases held",
+							text_to_cstring(after_name)),
+					 errdetail("Leases of the name hold %lld permits until released or expired, and permits held until the transaction ends would not count them.",
+							   (long long) held),
+					 errhint("Release them with rl_release(), wait until their ttl passes, or use another name.")));
+	}
+}
+
+/* The name and, as far as concurrency cares, the policy of a row. */
+static text *
+definition_row(HeapTuple tuple, TupleDesc desc, RlPolicy *policy)
+{
+	bool		isnull;
+	Datum		name = heap_getattr(tuple, SPI_fnumber(desc, "name"), desc,
+									&isnull);
+	Datum		kind = heap_getattr(tuple, SPI_fnumber(desc, "kind"), desc,
+									&isnull);
+	Datum		d;
+
+	if (!rl_kind_parse(TextDatumGetCString(kind), &policy->kind))
+		policy->kind = RL_TOKEN_BUCKET;
+	d = heap_getattr(tuple, SPI_fnumber(desc, "capacity"), desc, &isnull);
+	policy->capacity = isnull ? 0 : DatumGetFloat8(d);
+	d = heap_getattr(tuple, SPI_fnumber(desc, "max_reserved"), desc, &isnull);
+	policy->has_max_reserved = !isnull;
+	policy->max_reserved = isnull ? 0 : DatumGetFloat8(d);
+	return DatumGetTextPP(name);
+}
+
+PG_FUNCTION_INFO_V1(rl_definitions_guard);
+
+/*
+ * Row trigger (AFTER INSERT, UPDATE, DELETE) and statement trigger (BEFORE
+ * TRUNCATE) on rl_definitions: every change, by hand too, does what
+ * rl_concurrency_definition_change says before it commits.  After the
+ * row's change, so the row has passed the table's checks.
+ */
+Datum
+rl_definitions_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	TupleDesc	desc;
+	Oid			nspid;
+	RlPolicy	before;
+	RlPolicy	after;
+	text	   *before_name = NULL;
+	text	   *after_name = NULL;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("rl_definitions_guard() must be called as a trigger")));
+	rel = trigdata->tg_relation;
+	desc = RelationGetDescr(rel);
+	nspid = RelationGetNamespace(rel);
+
+	if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+	{
+		List	   *rows = rl_storage_concurrency_definitions(rel);
+		ListCell   *lc;
+
+		foreach(lc, rows)
+		{
+			RlDefinitionRow *row = lfirst(lc);
+
+			CHECK_FOR_INTERRUPTS();
+			rl_concurrency_definition_change(nspid, row->name, &row->policy,
+											 NULL, NULL);
+		}
+		return PointerGetDatum(NULL);
+	}
+	if (!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("rl_definitions_guard() must fire for each row, or for TRUNCATE")));
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		after_name = definition_row(trigdata->tg_trigtuple, desc, &after);
+	else
+	{
+		before_name = definition_row(trigdata->tg_trigtuple, desc, &before);
+		if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+			after_name = definition_row(trigdata->tg_newtuple, desc, &after);
+	}
+	rl_concurrency_definition_change(nspid, before_name,
+									 before_name ? &before : NULL,
+									 after_name, after_name ? &after : NULL);
+	return PointerGetDatum(NULL);
 }

@@ -23,6 +23,7 @@
  * locks never meet ours.  pg_locks shows them as locktype 'advisory' with
  * classid, objid and objsubid holding field2, field3 and field4.
  */
+#define RL_LOCK_NAME_FIELD4		0x3FFE	/* a name's definition lock (field3 0) */
 #define RL_LOCK_LEASE_FIELD4	0x3FFF	/* a key's lease lock */
 #define RL_LOCK_PERMIT_FIELD4	0x4000	/* + slot: permit slot 0 .. N-1 */
 
@@ -34,5 +35,9 @@ extern bool rl_permits_acquire(const RlTarget *target, int32 permits,
 							   int64 wait_usecs);
 extern bool rl_lease_take(const RlTarget *target, int32 permits, int64 ttl,
 						  Datum *id);
+extern void rl_concurrency_definition_change(Oid nspid, text *before_name,
+											 const RlPolicy *before,
+											 text *after_name,
+											 const RlPolicy *after);
 
 #endif							/* RATELIMIT_CONCURRENCY_H */

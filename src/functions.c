@@ -624,8 +624,13 @@ rl_undefine(PG_FUNCTION_ARGS)
 
 	rl_storage_begin_writing(cache->nspid, "rl_undefine()");
 	if (rl_definition_lookup(name, &policy) &&
-		policy.kind == RL_CONCURRENCY_LEASE)
-		rl_storage_lease_delete_name(name);
+		RL_KIND_IS_CONCURRENCY(policy.kind))
+	{
+		rl_concurrency_definition_change(cache->nspid, name, &policy,
+										 NULL, NULL);
+		if (policy.kind == RL_CONCURRENCY_LEASE)
+			rl_storage_lease_delete_name(name, rl_clock_now());
+	}
 	found = rl_storage_delete_definition(name);
 	rl_storage_end();
 	if (!found)
@@ -830,6 +835,7 @@ rl_define_concurrency(PG_FUNCTION_ARGS)
 	bool		nulls[RL_POLICY_NATTS];
 	RlPolicy	policy;
 	RlPolicy	previous;
+	bool		defined;
 	bool		leases;
 
 	require_arg(fcinfo, 1, "permits");
@@ -849,24 +855,15 @@ rl_define_concurrency(PG_FUNCTION_ARGS)
 	rl_storage_begin_writing(cache->nspid, "rl_define_concurrency()");
 
 	/*
-	 * Lowering the permits of transaction-scoped slots: remember the highest
-	 * number the limit has had, since holders from before may still sit in
-	 * the slots above (try_permits counts them).  A name is new, or
-	 * undefined and defined again, starts afresh.
+	 * A lowering waits for the holders from before here, before the row is
+	 * written (the trigger on rl_definitions would too, after it).  Another
+	 * form under the name is refused by put_definition, without a wait.
 	 */
-	if (!leases && rl_definition_lookup(name, &previous) &&
-		previous.kind == RL_CONCURRENCY)
-	{
-		double		highest = Max(previous.capacity,
-								  previous.has_max_reserved ?
-								  previous.max_reserved : 0);
-
-		if (highest > policy.capacity)
-		{
-			values[RL_POLICY_MAX_RESERVED] = Float8GetDatum(highest);
-			nulls[RL_POLICY_MAX_RESERVED] = false;
-		}
-	}
+	defined = rl_definition_lookup(name, &previous);
+	if (!defined || previous.kind == policy.kind)
+		rl_concurrency_definition_change(cache->nspid, name,
+										 defined ? &previous : NULL,
+										 name, &policy);
 	put_definition(name, values, nulls);
 	rl_storage_end();
 	PG_RETURN_VOID();

@@ -60,6 +60,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/plancache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
@@ -214,8 +215,9 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		2, {UUIDOID, TIMESTAMPTZOID}
 	},
 	[PLAN_LEASE_DELETE_NAME] = {
-		"DELETE FROM ONLY %s.rl_leases WHERE name" EQ "$1",
-		1, {TEXTOID}
+		"DELETE FROM ONLY %s.rl_leases WHERE name" EQ "$1"
+		" AND (released IS NOT NULL OR expires OPERATOR(pg_catalog.<=) $2)",
+		2, {TEXTOID, TIMESTAMPTZOID}
 	},
 	[PLAN_LEASE_GC] = {
 		"DELETE FROM ONLY %s.rl_leases WHERE id" EQ "ANY (ARRAY("
@@ -1023,11 +1025,15 @@ rl_storage_lease_release(Datum id, TimestampTz now)
 	return status;
 }
 
-/* Delete every lease of a name (rl_undefine). */
+/*
+ * Delete the leases of a name that hold nothing at time now, released or
+ * expired (rl_undefine); held ones stay, to count against a later
+ * definition of the name.
+ */
 void
-rl_storage_lease_delete_name(text *name)
+rl_storage_lease_delete_name(text *name, TimestampTz now)
 {
-	Datum		args[1] = {PointerGetDatum(name)};
+	Datum		args[2] = {PointerGetDatum(name), TimestampTzGetDatum(now)};
 
 	run_plan(PLAN_LEASE_DELETE_NAME, args, NULL, false, SPI_OK_DELETE);
 }
@@ -1046,4 +1052,110 @@ rl_storage_lease_gc(TimestampTz now, uint64 max_rows)
 		return 0;
 	run_plan(PLAN_LEASE_GC, args, NULL, false, SPI_OK_DELETE);
 	return SPI_processed;
+}
+
+/*
+ * Run a one-off read-only statement of a rare caller (a definition being
+ * changed) with a fresh snapshot, on an SPI connection of its own: it may
+ * run in a trigger that a storage statement fired, so it leaves the state
+ * of rl_storage_begin alone.  The caller has connected SPI.
+ */
+static void
+run_fresh(const char *sql, int nargs, Oid *argtypes, Datum *args)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	Snapshot	latest;
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	latest = RegisterSnapshot(GetLatestSnapshot());
+	rc = SPI_execute_snapshot(plan, args, NULL, latest, InvalidSnapshot,
+							  true, false, 0);
+	UnregisterSnapshot(latest);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s",
+			 sql, SPI_result_code_string(rc));
+}
+
+/*
+ * The permits that the leases of a name hold at time now, over all its
+ * keys, read with a fresh snapshot; 0 where schema nspid has no rl_leases
+ * (a database still at 1.1).
+ */
+int64
+rl_storage_name_leases_held(Oid nspid, text *name, TimestampTz now)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		args[2] = {PointerGetDatum(name), TimestampTzGetDatum(now)};
+	StringInfoData sql;
+	Datum		held;
+	bool		isnull;
+	int64		result;
+
+	if (!OidIsValid(get_relname_relid("rl_leases", nspid)))
+		return 0;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT COALESCE(pg_catalog.sum(permits), 0)::pg_catalog.int8"
+					 " FROM ONLY %s.rl_leases WHERE name" EQ "$1"
+					 " AND released IS NULL AND expires OPERATOR(pg_catalog.>) $2",
+					 quote_identifier(get_namespace_name(nspid)));
+	run_fresh(sql.data, 2, argtypes, args);
+	held = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+						 &isnull);
+	result = isnull ? 0 : DatumGetInt64(held);
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	return result;
+}
+
+/*
+ * Every concurrency limit defined in rel (rl_definitions), read with a
+ * fresh snapshot: a List of RlDefinitionRow in the caller's memory.
+ */
+List *
+rl_storage_concurrency_definitions(Relation rel)
+{
+	StringInfoData sql;
+	List	   *rows = NIL;
+	MemoryContext caller = CurrentMemoryContext;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT name, kind, capacity, max_reserved FROM ONLY %s.%s"
+					 " WHERE kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])",
+					 quote_identifier(get_namespace_name(RelationGetNamespace(rel))),
+					 quote_identifier(RelationGetRelationName(rel)));
+	run_fresh(sql.data, 0, NULL, NULL);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+		RlDefinitionRow *row = palloc(sizeof(RlDefinitionRow));
+		bool		isnull;
+		Datum		d;
+
+		row->name = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 1, &isnull));
+		if (!rl_kind_parse(TextDatumGetCString(SPI_getbinval(tuple, desc, 2,
+															 &isnull)),
+						   &row->policy.kind))
+			elog(ERROR, "unknown kind in a concurrency definition");
+		row->policy.capacity = DatumGetFloat8(SPI_getbinval(tuple, desc, 3,
+															&isnull));
+		d = SPI_getbinval(tuple, desc, 4, &isnull);
+		row->policy.has_max_reserved = !isnull;
+		row->policy.max_reserved = isnull ? 0 : DatumGetFloat8(d);
+		rows = lappend(rows, row);
+		MemoryContextSwitchTo(spi);
+	}
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	return rows;
 }

@@ -12,7 +12,9 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
 #include "storage/itemptr.h"
+#include "utils/relcache.h"
 
 #include "algebra.h"
 
@@ -65,6 +67,13 @@ typedef struct RlScanRow
 
 typedef struct RlScan RlScan;
 
+/* A definition as a change to rl_definitions sees it. */
+typedef struct RlDefinitionRow
+{
+	text	   *name;
+	RlPolicy	policy;			/* kind, capacity and max_reserved only */
+} RlDefinitionRow;
+
 /* What releasing a lease found. */
 typedef enum RlLeaseStatus
 {
@@ -106,7 +115,10 @@ extern int64 rl_storage_lease_held(text *name, text *key, TimestampTz now);
 extern Datum rl_storage_lease_insert(text *name, text *key, int32 permits,
 									 TimestampTz now, TimestampTz expires);
 extern RlLeaseStatus rl_storage_lease_release(Datum id, TimestampTz now);
-extern void rl_storage_lease_delete_name(text *name);
+extern void rl_storage_lease_delete_name(text *name, TimestampTz now);
 extern uint64 rl_storage_lease_gc(TimestampTz now, uint64 max_rows);
+extern int64 rl_storage_name_leases_held(Oid nspid, text *name,
+										 TimestampTz now);
+extern List *rl_storage_concurrency_definitions(Relation rel);
 
 #endif							/* RATELIMIT_STORAGE_H */
