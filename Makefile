@@ -33,7 +33,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
-	concurrency stats new_keys inline_policies
+	concurrency stats new_keys inline_policies row_hints
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -43,7 +43,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	cache_reset gc_definition cache_miss_race refund_race block_race \
 	concurrency stats_waits concurrency_lowered refund_order \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
-	shards_both_busy shards_create_order shards_multixact lock_strength
+	shards_both_busy shards_create_order shards_multixact lock_strength \
+	row_hints
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
