@@ -6,6 +6,8 @@
 #               host's directly, the others in Debian roots, as root);
 #               make test PG=18 runs one major; non-zero on failure
 #   make bench  a throwaway cluster and the benchmarks, printed as one table
+#   make bench-long  only its long-transaction section (a snapshot held in
+#               another session while the calls run; six minutes)
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
@@ -58,7 +60,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-external profile
+.PHONY: run stop test unit bench bench-long bench-external profile
 run:
 	test/run-demo.sh
 
@@ -70,6 +72,9 @@ test:
 
 bench:
 	test/bench/run.sh
+
+bench-long:
+	test/bench/long.sh
 
 bench-external:
 	test/bench/external/run.sh
