@@ -17,6 +17,7 @@
 #
 # Its own throwaway cluster (fsync off, autovacuum on as by default).
 #   RL_BENCH_LONG_SECONDS (default 60) seconds per run
+#   RL_BENCH_LONG_WORKLOADS (default "hot1 hot16 keys") the workloads run
 #   RL_BENCH_INSTALLED=1  skip the build (make bench has just done it)
 #   RL_BENCH_PER_CALL=RATIO  make bench's per-call ratio (existing keys / bare
 #                         UPDATE loop), repeated in the table of targets
@@ -118,9 +119,15 @@ measure() {
 		round(free_percent::numeric) || '% free' FROM pgstattuple('rate_limits')")"
 }
 
-measure hot1 hot.sql -D limit=hot1
-measure hot16 hot.sql -D limit=hot16
-measure keys keys10k.sql
+workloads=${RL_BENCH_LONG_WORKLOADS:-hot1 hot16 keys}
+for w in $workloads; do
+	case $w in
+	hot1) measure hot1 hot.sql -D limit=hot1 ;;
+	hot16) measure hot16 hot.sql -D limit=hot16 ;;
+	keys) measure keys keys10k.sql ;;
+	*) rl_die "unknown workload $w (RL_BENCH_LONG_WORKLOADS: hot1 hot16 keys)" ;;
+	esac
+done
 
 ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
@@ -135,6 +142,7 @@ printf '%-44s %12s %12s\n' "(last ${window}s of ${seconds}s runs)" "" ""
 row() {
 	local label=$1 name=$2 target=$3 free held r verdict=met
 	free=${name}_free_tps held=${name}_held_tps
+	[ -n "${!free:-}" ] || return 0
 	r=$(ratio "${!held}" "${!free}")
 	holds "$r" ">=" "$target" || verdict="not met"
 	printf '%-44s %12s %12s %8s %8s  %s\n' "$label" "${!free}" "${!held}" "$r" ">= $target" "$verdict"
@@ -155,6 +163,7 @@ printf '\n%-44s %22s %22s %24s\n' "growth while the snapshot is held" \
 growth() {
 	local label=$1 name=$2 g v w
 	g=${name}_growth v=${name}_grown w=${name}_vacuumed
+	[ -n "${!g:-}" ] || return 0
 	printf '%-44s %22s %22s %24s\n' "$label" "${!g}" "${!v}" "${!w}"
 }
 growth "one hot key" hot1
