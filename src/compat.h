@@ -14,6 +14,11 @@
 
 #include "postgres.h"
 
+/* the varlena macros left postgres.h for varatt.h in 16 */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
 #include "utils/datetime.h"
 #include "utils/guc.h"
 

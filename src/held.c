@@ -28,6 +28,8 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
+
 #include "held.h"
 
 /* A (name, key); the key '' is the NULL key. */
