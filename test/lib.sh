@@ -17,7 +17,7 @@ RL_PORT=${RL_PORT:-55432}
 RL_PACKAGES="make gcc postgresql-$RL_PG_MAJOR postgresql-server-dev-$RL_PG_MAJOR libipc-run-perl sqlsmith postgresql-$RL_PG_MAJOR-cron postgresql-$RL_PG_MAJOR-plproxy"
 # What the package and pgxn suites need (test/packaging/), installed only
 # when they run (as root); a Debian root of another major has them already.
-RL_PACKAGING_PACKAGES="debhelper dpkg-dev fakeroot postgresql-server-dev-all lintian pgxnclient git"
+RL_PACKAGING_PACKAGES="build-essential debhelper dpkg-dev fakeroot postgresql-server-dev-all lintian pgxnclient git"
 # The majors the checked-in debian/control lists (pg_buildext updatecontrol
 # with these as PG_SUPPORTED_VERSIONS); 16 is listed but tested nowhere here.
 RL_DEB_MAJORS="15 16 17 18 19"

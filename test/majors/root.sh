@@ -60,7 +60,7 @@ packages="make,gcc,perl,libipc-run-perl,sqlsmith,postgresql-$major,postgresql-se
 for p in $extras; do packages="$packages,$p"; done
 # The package and pgxn suites (test/packaging/): building postgresql-NN-ratelimit
 # with pg_buildext, lintian, and PGXN's client.
-packages="$packages,debhelper,dpkg-dev,fakeroot,postgresql-server-dev-all,lintian,pgxnclient"
+packages="$packages,build-essential,debhelper,dpkg-dev,fakeroot,postgresql-server-dev-all,lintian,pgxnclient"
 
 mkdir -p "$roots"
 if [ -f "$root/.ratelimit-root" ] && [ "$(cat "$root/.ratelimit-root")" = "$recipe" ]; then
