@@ -64,6 +64,7 @@ rl_log "debian/control is pg_buildext updatecontrol's for PostgreSQL $RL_DEB_MAJ
 # alone.  The build-time test is left out (nocheck): installcheck below runs
 # the same suites against the installed package.
 rl_log "dpkg-buildpackage for PostgreSQL $major"
+t0=$SECONDS
 if ! (cd "$src" && PG_SUPPORTED_VERSIONS=$major PG_UPDATECONTROL=yes \
 	DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -us -uc >"$work/build.log" 2>&1); then
 	tail -40 "$work/build.log" >&2
@@ -95,7 +96,9 @@ depends=$(dpkg-deb -f "$deb" Depends)
 grep -q "postgresql-$major\\b" <<<"$depends" || { rl_log "$pkg does not depend on postgresql-$major: $depends"; bad=1; }
 [ $bad = 0 ] || fail "$pkg's contents"
 
+t_build=$((SECONDS - t0))
 rl_log "lintian (errors and warnings fail; accepted: $ACCEPTED_TAGS)"
+t0=$SECONDS
 # Not as root: lintian only reads the files.
 chmod -R a+rX "$work/build"
 if ! rl_as_server lintian --display-info --pedantic --fail-on error,warning \
@@ -105,6 +108,7 @@ if ! rl_as_server lintian --display-info --pedantic --fail-on error,warning \
 fi
 cat "$work/lintian.log" >&2
 
+t_lintian=$((SECONDS - t0))
 rl_log "apt-get install $deb"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$work/install.log" 2>&1 ||
 	{ cat "$work/install.log" >&2; fail "apt-get install"; }
@@ -119,16 +123,18 @@ offered=$(psql -X -Atc "SELECT default_version FROM pg_available_extensions WHER
 	fail "the server offers ratelimit '$offered', not $control_version"
 
 rl_log "make installcheck against the installed package (PostgreSQL $major's own pg_config)"
+t0=$SECONDS
 rm -f "$src/regression.diffs" "$src/output_iso/regression.diffs"
 if ! make -C "$src" -s PG_CONFIG="$RL_SYS_PG_CONFIG" installcheck \
 	EXTRA_REGRESS_OPTS="--host=$RL_SOCK --port=$RL_PORT --user=postgres"; then
 	cat "$src/regression.diffs" "$src/output_iso/regression.diffs" 2>/dev/null || true
 	fail "installcheck"
 fi
+t_check=$((SECONDS - t0))
 rl_stop_quietly
 
 rl_log "apt-get purge $pkg"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "$pkg" >>"$work/install.log" 2>&1 ||
 	{ cat "$work/install.log" >&2; fail "apt-get purge"; }
 rl_system_check_clean "apt-get purge $pkg" || exit 1
-rl_log "package: $pkg $version built, lintian-clean, installed, tested and purged"
+rl_log "package: $pkg $version built, lintian-clean, installed, tested and purged in $SECONDS s (build $t_build s, lintian $t_lintian s, installcheck $t_check s)"

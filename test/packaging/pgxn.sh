@@ -107,4 +107,4 @@ rl_log "pgxn uninstall $dist"
 pgxn_do uninstall >>"$work/install.log" 2>&1 ||
 	{ tail -20 "$work/install.log" >&2; fail "pgxn uninstall"; }
 rl_system_check_clean "pgxn uninstall" || exit 1
-rl_log "pgxn: $dist installed with pgxnclient, loaded, called and uninstalled"
+rl_log "pgxn: $dist installed with pgxnclient, loaded, called and uninstalled in $SECONDS s"
