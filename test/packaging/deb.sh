@@ -32,7 +32,7 @@ changes=$work/build/ratelimit_${version}_$arch.changes
 cleanup() {
 	rl_stop_quietly
 	if dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null | grep -q ' installed$'; then
-		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "$pkg" >/dev/null 2>&1 || true
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 purge -y -qq "$pkg" >/dev/null 2>&1 || true
 	fi
 }
 trap cleanup EXIT
@@ -110,7 +110,7 @@ cat "$work/lintian.log" >&2
 
 t_lintian=$((SECONDS - t0))
 rl_log "apt-get install $deb"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$work/install.log" 2>&1 ||
+DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$deb" >"$work/install.log" 2>&1 ||
 	{ cat "$work/install.log" >&2; fail "apt-get install"; }
 for f in "$libdir/ratelimit.so" "$extdir/ratelimit.control"; do
 	[ -f "$f" ] || fail "$f missing after installing $pkg"
@@ -134,7 +134,7 @@ t_check=$((SECONDS - t0))
 rl_stop_quietly
 
 rl_log "apt-get purge $pkg"
-DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "$pkg" >>"$work/install.log" 2>&1 ||
+DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 purge -y -qq "$pkg" >>"$work/install.log" 2>&1 ||
 	{ cat "$work/install.log" >&2; fail "apt-get purge"; }
 rl_system_check_clean "apt-get purge $pkg" || exit 1
 rl_log "package: $pkg $version built, lintian-clean, installed, tested and purged in $SECONDS s (build $t_build s, lintian $t_lintian s, installcheck $t_check s)"
