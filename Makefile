@@ -11,10 +11,13 @@
 #               redis-tools for itself; make test needs none of it)
 #   make profile  perf profiles of one backend running make bench's per-call
 #               statements (root, or perf_event_paranoid <= 1)
+#   make dist   the PGXN release archive of HEAD: ratelimit-X.Y.Z.zip, the
+#               version read from META.json (docs/packaging.md)
 #
 # Packagers: plain `make && make install` (PG_CONFIG=...) builds against any
 # pg_config, and `make installcheck` runs the regression suites against a
-# server that is already running.
+# server that is already running; debian/ builds postgresql-NN-ratelimit
+# (docs/packaging.md).
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
@@ -50,7 +53,9 @@ ISOLATION_OPTS = --inputdir=test
 # No JIT bitcode: it would make clang a build dependency for no gain.
 override with_llvm = no
 
-PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+# The host's major when it is there, else the pg_config on PATH (a Debian
+# root of another major, pg_buildext's clean, a PGXN client).
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
@@ -58,7 +63,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-external profile
+.PHONY: run stop test unit bench bench-external profile dist
 run:
 	test/run-demo.sh
 
@@ -77,6 +82,16 @@ bench-external:
 profile:
 	test/bench/profile.sh
 
+# PGXN's archive: the committed tree (git archive of HEAD, so nothing
+# uncommitted or ignored), one top directory ratelimit-X.Y.Z/.
+DIST_VERSION = $(shell perl -MJSON::PP -0777 -ne 'print decode_json($$_)->{version}' META.json)
+DIST = $(EXTENSION)-$(DIST_VERSION).zip
+dist:
+	@test -n "$(DIST_VERSION)" || { echo "make dist: no version in META.json" >&2; exit 1; }
+	git archive --format=zip --prefix=$(EXTENSION)-$(DIST_VERSION)/ -o $(DIST) HEAD
+	@git diff --quiet HEAD -- || echo "make dist: uncommitted changes are not in $(DIST) (it archives HEAD)" >&2
+	@echo "$(DIST)"
+
 unit: test/unit/test_algebra test/unit/random_depth
 	test/unit/test_algebra
 	test/unit/random_depth 20000 1
@@ -89,10 +104,20 @@ test/unit/random_depth: test/unit/random_depth.c src/algebra.c src/algebra.h
 
 EXTRA_CLEAN = test/unit/test_algebra test/unit/random_depth results regression.diffs regression.out output_iso
 
-# For test/packaging/check.sh: the scripts this Makefile installs.
-.PHONY: print-data
+# For test/packaging/: the scripts this Makefile installs, and the name
+# make dist gives the archive.
+.PHONY: print-data print-dist
 print-data:
 	@echo $(DATA)
+print-dist:
+	@echo $(DIST)
+
+# PGXS installs DOCS under their base names but uninstalls them under the
+# names given (router/...), which would leave the router script behind.
+.PHONY: uninstall-router
+uninstall: uninstall-router
+uninstall-router:
+	rm -f '$(DESTDIR)$(docdir)/$(docmoduledir)/ratelimit_router.sql'
 
 # PGXS tracks no header dependencies (without --enable-depend): rebuild
 # every object when a header changes, since they share struct layouts.

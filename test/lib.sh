@@ -15,6 +15,12 @@ RL_PG_MAJOR=${RL_PG_MAJOR:-$RL_HOST_MAJOR}
 RL_SYS_BIN=/usr/lib/postgresql/$RL_PG_MAJOR/bin
 RL_PORT=${RL_PORT:-55432}
 RL_PACKAGES="make gcc postgresql-$RL_PG_MAJOR postgresql-server-dev-$RL_PG_MAJOR libipc-run-perl sqlsmith postgresql-$RL_PG_MAJOR-cron postgresql-$RL_PG_MAJOR-plproxy"
+# What the package and pgxn suites need (test/packaging/), installed only
+# when they run (as root); a Debian root of another major has them already.
+RL_PACKAGING_PACKAGES="build-essential debhelper dpkg-dev fakeroot postgresql-server-dev-all lintian pgxnclient git"
+# The majors the checked-in debian/control lists (pg_buildext updatecontrol
+# with these as PG_SUPPORTED_VERSIONS); 16 is listed but tested nowhere here.
+RL_DEB_MAJORS="15 16 17 18 19"
 
 # Where, inside a Debian root of another major (test/majors/), this
 # checkout's copy lives: one per checkout, so that two can test at once.
@@ -87,7 +93,11 @@ rl_install() {
 	cp -a "$RL_SYS_BIN" "$RL_BIN"
 	cp -a "/usr/share/postgresql/$RL_PG_MAJOR" "$share/"
 	ln -s /usr/include/postgresql "$RL_INSTALL/usr/include/postgresql"
+	# Only this checkout's build of ratelimit: none that the package or pgxn
+	# suite (or anything else) put into the system's directories.
+	rm -f "$share/$RL_PG_MAJOR"/extension/ratelimit[.-]*
 	for f in /usr/lib/postgresql/$RL_PG_MAJOR/lib/*; do
+		case ${f##*/} in ratelimit.*) continue ;; esac
 		ln -s "$f" "$lib/"
 	done
 	chmod -R a+rX "$RL_TMP"

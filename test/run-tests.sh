@@ -5,7 +5,9 @@
 # major runs the same suites in a Debian root of its own (test/majors/),
 # which needs root.  RL_TEST_MAJORS (make test PG=18) picks the majors.
 # One summary line per major, then "N passed, N failed, N skipped", where
-# each suite on each major counts once; exits non-zero when any failed.
+# each suite on each major counts once (a major that cannot run at all
+# counts one skip, and so does a suite that cannot run, such as the
+# package suite as an ordinary user); exits non-zero when any failed.
 source "$(dirname "$0")/lib.sh"
 
 majors=${RL_TEST_MAJORS:-"$RL_HOST_MAJOR 17 18 19"}
@@ -36,13 +38,19 @@ for major in $majors; do
 	fi
 	ok=$(grep -c ' passed$' "$result" 2>/dev/null || true)
 	bad=$(grep ' failed$' "$result" 2>/dev/null | cut -d' ' -f1 | tr '\n' ' ' || true)
+	skip=$(grep ' skipped$' "$result" 2>/dev/null | cut -d' ' -f1 | tr '\n' ' ' || true)
 	# no result at all (the root could not be built): one failure
 	[ -n "$result" ] && [ -s "$result" ] || bad="setup "
 	passed=$((passed + ok))
 	nbad=$(wc -w <<<"$bad")
+	nskip=$(wc -w <<<"$skip")
 	failed=$((failed + nbad))
-	line="PostgreSQL $major: $ok passed, $nbad failed in $((SECONDS - start)) s"
+	skipped=$((skipped + nskip))
+	line="PostgreSQL $major: $ok passed, $nbad failed"
+	[ "$nskip" -gt 0 ] && line="$line, $nskip skipped"
+	line="$line in $((SECONDS - start)) s"
 	[ -n "$bad" ] && line="$line (${bad% })"
+	[ "$nskip" -gt 0 ] && line="$line (skipped: ${skip% })"
 	summary+=("$line")
 done
 

@@ -16,8 +16,15 @@ rm -rf "$root$src"
 mkdir -p "$root$src"
 tar -C "$repo" --exclude=./.git --exclude=./tmp --exclude=./results \
 	--exclude=./output_iso --exclude=./tmp_check --exclude='*.o' \
-	--exclude='*.so' --exclude='*.bc' --exclude=./test/unit/test_algebra \
+	--exclude='*.so' --exclude='*.bc' --exclude='*.zip' --exclude=./test/unit/test_algebra \
 	-cf - . | tar -C "$root$src" -xf -
+# The copy has no .git: the pgxn suite installs the archive make dist makes
+# here (of HEAD), left at the top of the copy.
+if git -C "$repo" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+	dist=$(make -s -C "$repo" print-dist)
+	make -s -C "$repo" dist DIST="$root$src/$dist" >/dev/null 2>&1 ||
+		rl_log "make dist failed: the pgxn suite will be skipped in the root"
+fi
 
 unshare --mount --propagation private bash -c '
 	set -e
