@@ -721,7 +721,7 @@ rl_inline_policy(PG_FUNCTION_ARGS)
 	Datum		values[RL_POLICY_NATTS];
 	bool		nulls[RL_POLICY_NATTS] = {0};
 
-	if (!rl_inline_row(PG_GETARG_TEXT_PP(0), &p, NULL))
+	if (!rl_inline_row(PG_GETARG_TEXT_PP(0), &p))
 		PG_RETURN_NULL();
 	values[RL_POLICY_KIND] = CStringGetTextDatum(rl_kind_name(p.kind));
 	values[RL_POLICY_RATE] = Float8GetDatum(p.rate);

@@ -75,7 +75,7 @@ rl_gc_run(uint64 max_rows)
 		key.shard = row.shard;
 		/* its policy is in its name; a hand-made name that is not is kept */
 		inline_row = !row.defined;
-		if (inline_row && !rl_inline_row(row.name, &row.policy, NULL))
+		if (inline_row && !rl_inline_row(row.name, &row.policy))
 			continue;
 		/* a concurrency limit has no tokens: rows left from a rate are kept */
 		if (RL_KIND_IS_CONCURRENCY(row.policy.kind))

@@ -183,12 +183,11 @@ parse_integer(const char *field, int64 *x)
 }
 
 /*
- * The policy of a stored name that inline_row_name made, and the length of
- * the name the caller gave (the part before the separator); false for the
+ * The policy of a stored name that inline_row_name made; false for the
  * name of a defined limit, or anything inline_row_name cannot have made.
  */
 bool
-rl_inline_row(text *stored, RlPolicy *policy, int *label_len)
+rl_inline_row(text *stored, RlPolicy *policy)
 {
 	const char *start = VARDATA_ANY(stored);
 	int			len = VARSIZE_ANY_EXHDR(stored);
@@ -231,11 +230,7 @@ rl_inline_row(text *stored, RlPolicy *policy, int *label_len)
 		(policy->has_start && !parse_integer(field[6], &policy->start)))
 		return false;
 	policy->shards = (int) shards;
-	if (rl_policy_problem(policy) != NULL)
-		return false;
-	if (label_len)
-		*label_len = sep - start;
-	return true;
+	return rl_policy_problem(policy) == NULL;
 }
 
 /*
@@ -260,8 +255,6 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 					 errdetail("An inline config would apply a second policy to the same state."),
 					 errhint("Call it without config, or use another name.")));
 		rl_policy_from_composite(config, &target->policy);
-		rl_target_require_rate(target);
-		target->name = inline_row_name(target->label, &target->policy);
 	}
 	else if (!defined)
 		ereport(ERROR,
@@ -270,6 +263,8 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 						text_to_cstring(target->label)),
 				 errhint("Define it with rl_define(), or pass an inline config.")));
 	rl_target_require_rate(target);
+	if (config != NULL)
+		target->name = inline_row_name(target->label, &target->policy);
 	set_origin(target);
 }
 
