@@ -23,7 +23,7 @@ EXTENSION = ratelimit
 MODULE_big = ratelimit
 OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/concurrency.o src/functions.o src/gc.o src/held.o src/http.o src/limit.o \
-	src/policy.o src/stats.o src/storage.o src/trigger.o
+	src/memory.o src/policy.o src/stats.o src/storage.o src/trigger.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
 	ratelimit--1.2--1.3.sql ratelimit--1.3.sql

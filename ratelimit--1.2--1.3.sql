@@ -1,6 +1,107 @@
 -- ratelimit 1.2 -> 1.3
 \echo Use "ALTER EXTENSION ratelimit UPDATE TO '1.3'" to load this file. \quit
 
+-- The memory store (1.3): a limit's state may live in shared memory
+-- instead of rate_limits, chosen per limit by a storage column of
+-- rl_definitions and of rl_policy, and the storage argument of rl_define,
+-- rl_token_bucket and rl_fixed_window.  Rows written before keep 'table'.
+ALTER TYPE @extschema@.rl_policy ADD ATTRIBUTE storage text;
+ALTER TABLE @extschema@.rl_definitions ADD COLUMN storage text NOT NULL DEFAULT 'table'
+		CHECK (storage OPERATOR(pg_catalog.=) ANY (ARRAY['table', 'memory']));
+COMMENT ON COLUMN @extschema@.rl_definitions.storage IS
+	'where the limit''s state lives: ''table'' (rows of rate_limits) or ''memory'' (the memory store, in shared memory)';
+
+DROP FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer);
+DROP FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz);
+DROP FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz);
+
+CREATE FUNCTION @extschema@.rl_token_bucket(
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1,
+	storage text DEFAULT 'table')
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_token_bucket'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) IS
+	'an inline token bucket policy: rate tokens per period, up to capacity (default rate); storage ''table'' or ''memory''';
+
+CREATE FUNCTION @extschema@.rl_fixed_window(
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1,
+	start timestamptz DEFAULT NULL,
+	storage text DEFAULT 'table')
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_fixed_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) IS
+	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate); storage ''table'' or ''memory''';
+
+CREATE FUNCTION @extschema@.rl_define(
+	name text,
+	kind text,
+	rate float8,
+	period interval,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL,
+	shards integer DEFAULT 1,
+	start timestamptz DEFAULT NULL,
+	storage text DEFAULT 'table')
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_define'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; the state of the store it keeps is kept';
+REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) TO PUBLIC;
+
+DROP VIEW @extschema@.rl_stats_info;
+DROP FUNCTION @extschema@.rl_stats_info_row();
+CREATE FUNCTION @extschema@.rl_stats_info_row(
+	OUT storage text,
+	OUT max_names integer,
+	OUT names integer,
+	OUT untracked_calls bigint,
+	OUT stats_reset timestamptz,
+	OUT memory_storage text,
+	OUT memory_max_keys bigint,
+	OUT memory_keys bigint,
+	OUT memory_full_errors bigint,
+	OUT memory_empty_since timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'rl_stats_info'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_stats_info_row() IS
+	'the row of the view rl_stats_info';
+REVOKE ALL ON FUNCTION @extschema@.rl_stats_info_row() FROM PUBLIC;
+
+CREATE VIEW @extschema@.rl_stats_info AS
+SELECT storage, max_names, names, untracked_calls, stats_reset,
+	memory_storage, memory_max_keys, memory_keys, memory_full_errors,
+	memory_empty_since
+FROM @extschema@.rl_stats_info_row();
+COMMENT ON VIEW @extschema@.rl_stats_info IS
+	'where rl_stats is kept, how many names it tracks out of how many it may, and the calls it could not track; where the memory store is kept, and how full';
+COMMENT ON COLUMN @extschema@.rl_stats_info.storage IS '''shared memory'' (preloaded), ''dsm registry'' (PostgreSQL 17+, not preloaded) or ''unavailable'' (15 and 16, not preloaded)';
+COMMENT ON COLUMN @extschema@.rl_stats_info.max_names IS 'the most (database, name) rows rl_stats holds: ratelimit.stats_max_names when the table was created';
+COMMENT ON COLUMN @extschema@.rl_stats_info.names IS 'rows rl_stats holds now';
+COMMENT ON COLUMN @extschema@.rl_stats_info.untracked_calls IS 'calls on names that found rl_stats full, counted nowhere else';
+COMMENT ON COLUMN @extschema@.rl_stats_info.stats_reset IS 'when the table was last emptied by rl_stats_reset(), or created';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_storage IS 'where the memory store lives: ''shared memory'' (preloaded), ''dsm registry'' (PostgreSQL 17+, not preloaded) or ''unavailable'' (15 and 16, not preloaded)';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_max_keys IS 'the most keys the memory store holds: ratelimit.memory_max_keys when it was created';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_keys IS 'keys the memory store holds now, idle ones not yet dropped included';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_full_errors IS 'calls on a new key refused with 53400 because the memory store was full of keys that could not be dropped';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_empty_since IS 'after a crash with ratelimit.memory_after_crash = empty: the restart, from which every key with no entry refills; NULL otherwise';
+REVOKE ALL ON @extschema@.rl_stats_info FROM PUBLIC;
+
 -- Inline policies (1.3): each inline policy of a name keeps a state of its
 -- own, stored under the name, U+001F and the policy, so that no caller can
 -- refill or sink another caller's inline limit by calling its name with
@@ -41,7 +142,7 @@ FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
 CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
-			d.start)::@extschema@.rl_policy
+			d.start, d.storage)::@extschema@.rl_policy
 	ELSE @extschema@.rl_inline_policy(s.name)
 	END AS p) p
 LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts) n ON true;

@@ -13,7 +13,8 @@ CREATE TYPE @extschema@.rl_policy AS (
 	capacity float8,
 	max_reserved float8,
 	shards integer,
-	start timestamptz
+	start timestamptz,
+	storage text
 );
 COMMENT ON TYPE @extschema@.rl_policy IS
 	'a rate limit policy for inline use; build it with rl_token_bucket() or rl_fixed_window()';
@@ -46,8 +47,12 @@ CREATE TABLE @extschema@.rl_definitions (
 	capacity float8 NOT NULL,
 	max_reserved float8,
 	shards integer NOT NULL DEFAULT 1,
-	start timestamptz
+	start timestamptz,
+	storage text NOT NULL DEFAULT 'table'
+		CHECK (storage OPERATOR(pg_catalog.=) ANY (ARRAY['table', 'memory']))
 );
+COMMENT ON COLUMN @extschema@.rl_definitions.storage IS
+	'where the limit''s state lives: ''table'' (rows of rate_limits) or ''memory'' (the memory store, in shared memory)';
 COMMENT ON TABLE @extschema@.rl_definitions IS
 	'named rate limit definitions; write them with rl_define() and rl_undefine()';
 
@@ -75,12 +80,13 @@ CREATE FUNCTION @extschema@.rl_token_bucket(
 	period interval,
 	capacity float8 DEFAULT NULL,
 	max_reserved float8 DEFAULT NULL,
-	shards integer DEFAULT 1)
+	shards integer DEFAULT 1,
+	storage text DEFAULT 'table')
 RETURNS @extschema@.rl_policy
 AS 'MODULE_PATHNAME', 'rl_token_bucket'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) IS
-	'an inline token bucket policy: rate tokens per period, up to capacity (default rate)';
+COMMENT ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) IS
+	'an inline token bucket policy: rate tokens per period, up to capacity (default rate); storage ''table'' or ''memory''';
 
 CREATE FUNCTION @extschema@.rl_fixed_window(
 	rate float8,
@@ -88,12 +94,13 @@ CREATE FUNCTION @extschema@.rl_fixed_window(
 	capacity float8 DEFAULT NULL,
 	max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1,
-	start timestamptz DEFAULT NULL)
+	start timestamptz DEFAULT NULL,
+	storage text DEFAULT 'table')
 RETURNS @extschema@.rl_policy
 AS 'MODULE_PATHNAME', 'rl_fixed_window'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) IS
-	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate)';
+COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) IS
+	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate); storage ''table'' or ''memory''';
 
 -- Administration.
 
@@ -105,12 +112,13 @@ CREATE FUNCTION @extschema@.rl_define(
 	capacity float8 DEFAULT NULL,
 	max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1,
-	start timestamptz DEFAULT NULL)
+	start timestamptz DEFAULT NULL,
+	storage text DEFAULT 'table')
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_define'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) IS
-	'create or replace a named rate limit; existing state is kept';
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; the state of the store it keeps is kept';
 
 CREATE FUNCTION @extschema@.rl_undefine(name text)
 RETURNS void
@@ -411,9 +419,9 @@ REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
@@ -435,8 +443,8 @@ GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, bool
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_enforce() TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) TO PUBLIC;
 
 -- Definitions are configuration: pg_dump saves them with the database.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_definitions', '');
@@ -505,7 +513,7 @@ FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
 CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
-			d.start)::@extschema@.rl_policy
+			d.start, d.storage)::@extschema@.rl_policy
 	ELSE @extschema@.rl_inline_policy(s.name)
 	END AS p) p
 LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts) n ON true;
@@ -1098,7 +1106,12 @@ CREATE FUNCTION @extschema@.rl_stats_info_row(
 	OUT max_names integer,
 	OUT names integer,
 	OUT untracked_calls bigint,
-	OUT stats_reset timestamptz)
+	OUT stats_reset timestamptz,
+	OUT memory_storage text,
+	OUT memory_max_keys bigint,
+	OUT memory_keys bigint,
+	OUT memory_full_errors bigint,
+	OUT memory_empty_since timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'rl_stats_info'
 LANGUAGE C VOLATILE;
@@ -1107,15 +1120,22 @@ COMMENT ON FUNCTION @extschema@.rl_stats_info_row() IS
 REVOKE ALL ON FUNCTION @extschema@.rl_stats_info_row() FROM PUBLIC;
 
 CREATE VIEW @extschema@.rl_stats_info AS
-SELECT storage, max_names, names, untracked_calls, stats_reset
+SELECT storage, max_names, names, untracked_calls, stats_reset,
+	memory_storage, memory_max_keys, memory_keys, memory_full_errors,
+	memory_empty_since
 FROM @extschema@.rl_stats_info_row();
 COMMENT ON VIEW @extschema@.rl_stats_info IS
-	'where rl_stats is kept, how many names it tracks out of how many it may, and the calls it could not track';
+	'where rl_stats is kept, how many names it tracks out of how many it may, and the calls it could not track; where the memory store is kept, and how full';
 COMMENT ON COLUMN @extschema@.rl_stats_info.storage IS '''shared memory'' (preloaded), ''dsm registry'' (PostgreSQL 17+, not preloaded) or ''unavailable'' (15 and 16, not preloaded)';
 COMMENT ON COLUMN @extschema@.rl_stats_info.max_names IS 'the most (database, name) rows rl_stats holds: ratelimit.stats_max_names when the table was created';
 COMMENT ON COLUMN @extschema@.rl_stats_info.names IS 'rows rl_stats holds now';
 COMMENT ON COLUMN @extschema@.rl_stats_info.untracked_calls IS 'calls on names that found rl_stats full, counted nowhere else';
 COMMENT ON COLUMN @extschema@.rl_stats_info.stats_reset IS 'when the table was last emptied by rl_stats_reset(), or created';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_storage IS 'where the memory store lives: ''shared memory'' (preloaded), ''dsm registry'' (PostgreSQL 17+, not preloaded) or ''unavailable'' (15 and 16, not preloaded)';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_max_keys IS 'the most keys the memory store holds: ratelimit.memory_max_keys when it was created';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_keys IS 'keys the memory store holds now, idle ones not yet dropped included';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_full_errors IS 'calls on a new key refused with 53400 because the memory store was full of keys that could not be dropped';
+COMMENT ON COLUMN @extschema@.rl_stats_info.memory_empty_since IS 'after a crash with ratelimit.memory_after_crash = empty: the restart, from which every key with no entry refills; NULL otherwise';
 REVOKE ALL ON @extschema@.rl_stats_info FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_stats_reset(name text DEFAULT NULL)

@@ -382,6 +382,48 @@ rl_state_is_idle(const RlPolicy *policy, int64_t origin, RlState state,
 	return current.value >= fresh.value && current.ts == fresh.ts;
 }
 
+static RlStatus wait_for(const RlPolicy *policy, int64_t origin, RlState state,
+						 double target, int64_t now, int64_t *wait);
+
+/*
+ * When a stored state, left alone, becomes idle (rl_state_is_idle), at or
+ * after now: false when that is not within RL_MAX_WAIT, or not a time the
+ * state is then idle at.  The memory store drops an entry from then on.
+ */
+bool
+rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
+		   int64_t now, int64_t *at)
+{
+	int64_t		wait;
+
+	if (!valid_time(now) || !valid_time(state.ts) ||
+		wait_for(policy, origin, state, policy->capacity, now, &wait) !=
+		RL_DECIDED ||
+		!add_before_end(now, wait, at))
+		return false;
+	return rl_state_is_idle(policy, origin, state, *at);
+}
+
+/*
+ * A take of count tokens granted at time granted, made final at now (the
+ * memory store, at commit): the state brought forward to now, less count;
+ * a fixed window's take only while its window lasts.  Taking at now rather
+ * than at granted never leaves more tokens: a refill capped at capacity in
+ * between would have absorbed part of the take.
+ */
+RlState
+rl_commit_take(const RlPolicy *policy, int64_t origin, RlState state,
+			   int64_t granted, int64_t now, double count)
+{
+	RlState		out = rl_refill(policy, origin, state, now);
+
+	if (policy->kind == RL_FIXED_WINDOW &&
+		rl_window_start(granted, origin, policy->period) < out.ts)
+		return out;
+	out.value -= count;
+	return out;
+}
+
 /*
  * How long from now until state, left alone, holds at least target tokens
  * (target <= capacity).  RL_WAIT_TOO_LONG when that is past RL_MAX_WAIT,

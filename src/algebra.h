@@ -53,6 +53,16 @@ typedef enum RlKind
 #define RL_KIND_IS_CONCURRENCY(kind) \
 	((kind) == RL_CONCURRENCY || (kind) == RL_CONCURRENCY_LEASE)
 
+/*
+ * Where a limit's state lives (see limit.c): a row of rate_limits, or an
+ * entry of the memory store.  The algebra never reads it.
+ */
+typedef enum RlStore
+{
+	RL_STORE_TABLE,
+	RL_STORE_MEMORY
+} RlStore;
+
 typedef struct RlPolicy
 {
 	RlKind		kind;
@@ -64,6 +74,7 @@ typedef struct RlPolicy
 	int			shards;
 	bool		has_start;		/* false: window phase comes from a hash */
 	int64_t		start;			/* a window start (fixed window only) */
+	RlStore		store;			/* where its state lives */
 } RlPolicy;
 
 /* The two numbers stored per (name, key, shard). */
@@ -123,6 +134,11 @@ extern RlState rl_refill(const RlPolicy *policy, int64_t origin,
 						 RlState state, int64_t now);
 extern bool rl_state_is_idle(const RlPolicy *policy, int64_t origin,
 							 RlState state, int64_t now);
+extern bool rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
+					   int64_t now, int64_t *at);
+extern RlState rl_commit_take(const RlPolicy *policy, int64_t origin,
+							  RlState state, int64_t granted, int64_t now,
+							  double count);
 extern RlStatus rl_decide(const RlPolicy *policy, int64_t origin,
 						  const RlState *state, int64_t now, double count,
 						  bool reserve, RlDecision *decision);

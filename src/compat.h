@@ -292,4 +292,31 @@ compat_get_named_dsm_segment(const char *name, size_t size,
 }
 #endif
 
+/*
+ * A tranche of LWLocks for a table in shared memory: 19 names it when it
+ * is made, in shared memory; before, each process registers the name.
+ */
+#include "storage/lwlock.h"
+
+static inline int
+compat_lwlock_new_tranche(const char *name)
+{
+#if PG_VERSION_NUM >= 190000
+	return LWLockNewTrancheId(name);
+#else
+	int			id = LWLockNewTrancheId();
+
+	LWLockRegisterTranche(id, name);
+	return id;
+#endif
+}
+
+static inline void
+compat_lwlock_register_tranche(int id, const char *name)
+{
+#if PG_VERSION_NUM < 190000
+	LWLockRegisterTranche(id, name);
+#endif
+}
+
 #endif							/* RATELIMIT_COMPAT_H */

@@ -40,13 +40,16 @@
 #include "access/relation.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
+#include "executor/spi.h"
 #include "utils/hsearch.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "definitions.h"
 #include "limit.h"
+#include "memory.h"
 #include "storage.h"
 
 /* More names than this in one backend: start over rather than grow. */
@@ -193,6 +196,73 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	return defined;
 }
 
+/* Whether a row of rl_definitions is a memory limit's. */
+static bool
+memory_row(HeapTuple tuple, TupleDesc desc)
+{
+	int			attnum = SPI_fnumber(desc, "storage");
+	bool		isnull;
+	Datum		d;
+
+	if (tuple == NULL || attnum <= 0)
+		return false;
+	d = heap_getattr(tuple, attnum, desc, &isnull);
+	return !isnull && strcmp(TextDatumGetCString(d), "memory") == 0;
+}
+
+/*
+ * A change to the definition of a memory limit reaches the memory store
+ * at commit (rl_memory_name_changed): the entries of a name whose policy
+ * changed are no longer dropped for being idle under the old one.
+ */
+static void
+memory_names_changed(TriggerData *trigdata)
+{
+	TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+	Oid			space = RelationGetRelid(trigdata->tg_relation);
+	int			name_att = SPI_fnumber(desc, "name");
+	HeapTuple	before = NULL;
+	HeapTuple	after = NULL;
+	text	   *before_name = NULL;
+	text	   *after_name = NULL;
+	bool		same;
+	bool		isnull;
+
+	if (!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+	{
+		if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+			rl_memory_name_changed(space, NULL, true);
+		return;
+	}
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		after = trigdata->tg_trigtuple;
+	else if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		before = trigdata->tg_trigtuple;
+	else
+	{
+		before = trigdata->tg_trigtuple;
+		after = trigdata->tg_newtuple;
+	}
+	if (!memory_row(before, desc) && !memory_row(after, desc))
+		return;
+	if (before)
+		before_name = DatumGetTextPP(heap_getattr(before, name_att, desc,
+												  &isnull));
+	if (after)
+		after_name = DatumGetTextPP(heap_getattr(after, name_att, desc,
+												 &isnull));
+	same = before_name && after_name &&
+		VARSIZE_ANY_EXHDR(before_name) == VARSIZE_ANY_EXHDR(after_name) &&
+		memcmp(VARDATA_ANY(before_name), VARDATA_ANY(after_name),
+			   VARSIZE_ANY_EXHDR(before_name)) == 0;
+	/* the old name's entries: gone unless the same name stays in memory */
+	if (memory_row(before, desc))
+		rl_memory_name_changed(space, before_name,
+							   !(same && memory_row(after, desc)));
+	if (memory_row(after, desc) && !(same && memory_row(before, desc)))
+		rl_memory_name_changed(space, after_name, false);
+}
+
 PG_FUNCTION_INFO_V1(rl_definitions_changed);
 
 /*
@@ -211,6 +281,7 @@ rl_definitions_changed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("rl_definitions_changed() must be called as a trigger")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
+	memory_names_changed(trigdata);
 
 	/*
 	 * An AFTER trigger's result is ignored; should someone attach this as a

@@ -37,6 +37,7 @@
 #include "errors.h"
 #include "gc.h"
 #include "limit.h"
+#include "memory.h"
 #include "policy.h"
 #include "stats.h"
 #include "storage.h"
@@ -104,6 +105,7 @@ _PG_init(void)
 	rl_clock_init();
 	rl_direct_init();
 	rl_stats_init();
+	rl_memory_init();
 	/* after every ratelimit.* setting is defined */
 	MarkGUCPrefixReserved("ratelimit");
 }
@@ -249,6 +251,19 @@ raise_refused(const RlTarget *target, double count, const RlAnswer *answer)
 					  count, answer->remaining, answer->retry_after);
 }
 
+/*
+ * A call that writes a table limit's row, in a read-only transaction (so
+ * on a hot standby too): SQLSTATE 25006, as an UPDATE would raise, on
+ * either path, whatever the call's outcome.  A memory limit writes no
+ * table, and works there.
+ */
+static void
+require_writable(const RlTarget *target, const char *cmdname)
+{
+	if (target->policy.store == RL_STORE_TABLE)
+		PreventCommandIfReadOnly(cmdname);
+}
+
 /* rl_limit and rl_check: decide a call, consuming or not. */
 static Datum
 limit_or_check(FunctionCallInfo fcinfo, bool consuming)
@@ -268,11 +283,10 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	throws = required_bool(fcinfo, ARG_THROWS, "throws");
 	jitter = required_bool(fcinfo, ARG_JITTER, "jitter");
 
-	if (consuming)
-		rl_storage_begin_writing(cache->nspid, "rl_limit()");
-	else
-		rl_storage_begin(cache->nspid);
+	rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_CONFIG));
+	if (consuming)
+		require_writable(&target, "rl_limit()");
 	if (consuming)
 		rl_consume(&target, count, reserve, &answer);
 	else
@@ -382,8 +396,9 @@ adjust(FunctionCallInfo fcinfo, RlAdjustment kind, const char *cmdname)
 	else
 		count = adjust_count(fcinfo);
 
-	rl_storage_begin_writing(cache->nspid, cmdname);
+	rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_ADJUST_CONFIG));
+	require_writable(&target, cmdname);
 	state = rl_adjust(&target, kind, count, duration);
 	rl_storage_end();
 	PG_RETURN_DATUM(state_datum(cache, state));
@@ -418,8 +433,12 @@ rl_reset(PG_FUNCTION_ARGS)
 	RlTarget	target;
 
 	call_target(fcinfo, cache, &target);
-	rl_storage_begin_writing(cache->nspid, "rl_reset()");
-	rl_storage_delete(target.name, target.key);
+	rl_storage_begin(cache->nspid);
+	if (!rl_forget_memory(&target))
+	{
+		PreventCommandIfReadOnly("rl_reset()");
+		rl_storage_delete(target.name, target.key);
+	}
 	rl_storage_end();
 	PG_RETURN_VOID();
 }
@@ -546,12 +565,14 @@ rl_limit_all(PG_FUNCTION_ARGS)
 		counts[i] = DatumGetFloat8(count_values[i]);
 	}
 
-	rl_storage_begin_writing(cache->nspid, "rl_limit_all()");
+	rl_storage_begin(cache->nspid);
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		rl_target_resolve(&targets[i], NULL);
 	}
+	for (int i = 0; i < n; i++)
+		require_writable(&targets[i], "rl_limit_all()");
 	refused = rl_consume_all(targets, counts, n, reserve, answers);
 	rl_storage_end();
 
@@ -572,6 +593,7 @@ rl_limit_all(PG_FUNCTION_ARGS)
 static void
 put_definition(text *name, Datum *values, bool *nulls)
 {
+	rl_policy_fill_defaults(values, nulls);
 	if (!rl_storage_put_definition(name, values, nulls))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -591,9 +613,10 @@ rl_define(PG_FUNCTION_ARGS)
 	bool		nulls[RL_POLICY_NATTS];
 	RlPolicy	policy;
 
+	/* rl_define of 1.0 to 1.2 has no storage argument */
 	for (int i = 0; i < RL_POLICY_NATTS; i++)
 	{
-		nulls[i] = PG_ARGISNULL(i + 1);
+		nulls[i] = i + 1 >= PG_NARGS() || PG_ARGISNULL(i + 1);
 		values[i] = nulls[i] ? (Datum) 0 : PG_GETARG_DATUM(i + 1);
 	}
 	if (!nulls[RL_POLICY_KIND] &&
@@ -732,13 +755,15 @@ rl_inline_policy(PG_FUNCTION_ARGS)
 	values[RL_POLICY_SHARDS] = Int32GetDatum(p.shards);
 	values[RL_POLICY_START] = TimestampTzGetDatum(p.start);
 	nulls[RL_POLICY_START] = !p.has_start;
+	values[RL_POLICY_STORAGE] = CStringGetTextDatum("table");
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
 													  values, nulls)));
 }
 
 /*
  * An rl_policy value from a constructor's arguments: args[0..4] are rate,
- * period, capacity, max_reserved, shards; start is args[5] when present.
+ * period, capacity, max_reserved, shards; then start (fixed window only),
+ * then storage.
  */
 static Datum
 policy_datum(FunctionCallInfo fcinfo, RlKind kind)
@@ -747,15 +772,21 @@ policy_datum(FunctionCallInfo fcinfo, RlKind kind)
 	Datum		values[RL_POLICY_NATTS];
 	bool		nulls[RL_POLICY_NATTS];
 	RlPolicy	policy;
+	int			argno = 0;
 
 	values[RL_POLICY_KIND] = CStringGetTextDatum(rl_kind_name(kind));
 	nulls[RL_POLICY_KIND] = false;
-	for (int col = RL_POLICY_RATE; col <= RL_POLICY_START; col++)
+	for (int col = RL_POLICY_RATE; col <= RL_POLICY_STORAGE; col++)
 	{
-		int			argno = col - RL_POLICY_RATE;
-
+		if (col == RL_POLICY_START && kind != RL_FIXED_WINDOW)
+		{
+			nulls[col] = true;
+			values[col] = (Datum) 0;
+			continue;
+		}
 		nulls[col] = argno >= PG_NARGS() || PG_ARGISNULL(argno);
 		values[col] = nulls[col] ? (Datum) 0 : PG_GETARG_DATUM(argno);
+		argno++;
 	}
 	rl_policy_fill_defaults(values, nulls);
 	rl_policy_from_values(values, nulls, &policy);

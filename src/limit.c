@@ -33,6 +33,7 @@
 #include "definitions.h"
 #include "held.h"
 #include "limit.h"
+#include "memory.h"
 #include "policy.h"
 #include "stats.h"
 #include "storage.h"
@@ -243,6 +244,7 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 {
 	bool		defined;
 
+	target->memory_epoch = rl_memory_epoch();
 	defined = rl_definition_lookup(target->label, &target->policy);
 	target->defined = defined;
 	if (config != NULL)
@@ -309,6 +311,7 @@ rl_target_for_row(RlTarget *target, text *name, text *key,
 	target->key_is_null = VARSIZE_ANY_EXHDR(key) == 0;
 	target->policy = *policy;
 	target->defined = true;
+	target->memory_epoch = PG_UINT64_MAX;
 	set_origin(target);
 }
 
@@ -443,12 +446,11 @@ check_state_time(const RlState *state, TimestampTz now)
  * decides every limit before it writes any, so an error writes nothing.
  */
 static void
-decide_held(const RlTarget *target, const RlHeld *held, double count,
-			bool reserve, RlAnswer *answer)
+decide_held_at(const RlTarget *target, const RlHeld *held, double count,
+			   bool reserve, RlAnswer *answer, TimestampTz now)
 {
 	RlPolicy	policy = row_policy(target);
 	const RlState *states[2];
-	TimestampTz now = rl_clock_now();
 
 	for (int i = 0; i < held->n; i++)
 		states[i] = held->stored[i] ? &held->state[i] : NULL;
@@ -457,6 +459,75 @@ decide_held(const RlTarget *target, const RlHeld *held, double count,
 	for (int i = 0; i < held->n; i++)
 		if (answer->write[i])
 			check_state_time(&answer->state[i], now);
+}
+
+static void
+decide_held(const RlTarget *target, const RlHeld *held, double count,
+			bool reserve, RlAnswer *answer)
+{
+	decide_held_at(target, held, count, reserve, answer, rl_clock_now());
+}
+
+/*
+ * The address of a memory limit's key: in this database and this install
+ * of the extension (its rl_definitions, which DROP and CREATE EXTENSION
+ * replace).
+ */
+static void
+memory_key(const RlTarget *target, RlMemoryKey *k)
+{
+	rl_memory_key(rl_storage_definitions_relid(), target->name, target->key,
+				  k);
+}
+
+/*
+ * One memory limit, its partition held (rl_memory_lock): the state to
+ * decide on at now, as held holds a row.
+ */
+static void
+hold_memory(const RlTarget *target, const RlMemoryKey *k, TimestampTz now,
+			RlHeld *held)
+{
+	held->n = 1;
+	held->nbusy = 0;
+	held->shard[0] = 0;
+	held->stored[0] = true;
+	rl_memory_get(k, &target->policy, target->origin, now, &held->state[0]);
+}
+
+/*
+ * A consuming call on a memory limit: read, decide and take under its
+ * partition, which nothing in between waits on.
+ */
+static void
+consume_memory(RlTarget *target, double count, bool reserve,
+			   RlAnswer *answer)
+{
+	RlMemoryKey k;
+	RlHeld		held;
+	TimestampTz now;
+
+	memory_key(target, &k);
+	rl_memory_lock(&k, 1);
+	now = rl_clock_now();
+	hold_memory(target, &k, now, &held);
+	decide_held_at(target, &held, count, reserve, answer, now);
+	if (answer->ok)
+		rl_memory_take(&k, &target->policy, target->origin, now, count,
+					   target->memory_epoch);
+	rl_memory_unlock();
+}
+
+/* A memory limit's state at now, taking nothing. */
+static RlState
+read_memory(const RlTarget *target, TimestampTz now)
+{
+	RlMemoryKey k;
+	RlState		state;
+
+	memory_key(target, &k);
+	rl_memory_read(&k, &target->policy, target->origin, now, &state);
+	return state;
 }
 
 /*
@@ -1156,6 +1227,11 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	RlHeld		held;
 	UnlockedCall call = {target, count, reserve, answer, false, {-1, -1}};
 
+	if (target->policy.store == RL_STORE_MEMORY)
+	{
+		consume_memory(target, count, reserve, answer);
+		return;
+	}
 	if (target->policy.shards > 1)
 	{
 		switch (consume_shards_unlocked(&call, &held))
@@ -1290,6 +1366,16 @@ peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer,
 	RlHeld		held;
 	int			nshards = target->policy.shards;
 
+	if (target->policy.store == RL_STORE_MEMORY)
+	{
+		TimestampTz now = rl_clock_now();
+
+		held.n = 1;
+		held.stored[0] = true;
+		held.state[0] = read_memory(target, now);
+		decide_held_at(target, &held, count, reserve, answer, now);
+		return;
+	}
 	if (nshards == 1)
 	{
 		RlRowKey	row = {target->name, target->key, 0};
@@ -1406,6 +1492,13 @@ rl_current(const RlTarget *target)
 	TimestampTz now = rl_clock_now();
 	RlState		total;
 
+	if (target->policy.store == RL_STORE_MEMORY)
+	{
+		total = rl_refill(&policy, target->origin, read_memory(target, now),
+						  now);
+		check_state_time(&total, now);
+		return total;
+	}
 	rl_storage_read_shards(target->name, target->key, nshards, states, found);
 	if (nshards == 1 && found[0])
 		total = rl_refill(&policy, target->origin, states[0], now);
@@ -1510,6 +1603,8 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	double	   *total = palloc0(sizeof(double) * n);
 	RlHeld	   *held = palloc(sizeof(RlHeld) * n);
 	ShardsRead *read = palloc0(sizeof(ShardsRead) * n);
+	RlMemoryKey *mkeys = palloc(sizeof(RlMemoryKey) * n);
+	int			nmemory = 0;
 	int			refused = -1;
 
 	for (int i = 0; i < n; i++)
@@ -1561,6 +1656,11 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		if (first[i] != i)
 			continue;
 		rl_target_check_count(&targets[i], total[i], reserve);
+		if (targets[i].policy.store == RL_STORE_MEMORY)
+		{
+			memory_key(&targets[i], &mkeys[nmemory++]);
+			continue;
+		}
 		if (calls)
 			rl_stats_attribute(&calls[i]);
 		hold_chosen_rows(&targets[i], total[i], &read[i], &held[i]);
@@ -1572,13 +1672,52 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		int			i = order[k];
 
 		CHECK_FOR_INTERRUPTS();
-		if (first[i] != i)
+		if (first[i] != i || targets[i].policy.store == RL_STORE_MEMORY)
 			continue;
 		recheck_definition(&targets[i], total[i], reserve);
 		decide_hold(&targets[i], &held[i], total[i], reserve, &answers[i]);
 		if (!answers[i].ok &&
 			(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
 			refused = i;
+	}
+
+	/*
+	 * Memory limits last, once every row is held and decided: their
+	 * partitions are held from reading to taking, and nothing may wait
+	 * for a row or read a table meanwhile.  A table write that fails
+	 * later rolls the transaction back, which returns what they took.
+	 */
+	if (nmemory > 0)
+	{
+		TimestampTz now;
+		int			m = 0;
+
+		rl_memory_lock(mkeys, nmemory);
+		now = rl_clock_now();
+		for (int k = 0; k < n; k++)
+		{
+			int			i = order[k];
+
+			if (first[i] != i || targets[i].policy.store != RL_STORE_MEMORY)
+				continue;
+			hold_memory(&targets[i], &mkeys[m++], now, &held[i]);
+			decide_held_at(&targets[i], &held[i], total[i], reserve,
+						   &answers[i], now);
+			if (!answers[i].ok &&
+				(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
+				refused = i;
+		}
+		m = 0;
+		for (int k = 0; k < n && refused < 0; k++)
+		{
+			int			i = order[k];
+
+			if (first[i] != i || targets[i].policy.store != RL_STORE_MEMORY)
+				continue;
+			rl_memory_take(&mkeys[m++], &targets[i].policy, targets[i].origin,
+						   now, total[i], targets[i].memory_epoch);
+		}
+		rl_memory_unlock();
 	}
 
 	/* all or nothing, written in canonical order too */
@@ -1589,7 +1728,7 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		CHECK_FOR_INTERRUPTS();
 		if (first[i] != i)
 			answers[i] = answers[first[i]];
-		else if (refused < 0)
+		else if (refused < 0 && targets[i].policy.store == RL_STORE_TABLE)
 			write_held(&held[i], &answers[i]);
 	}
 
@@ -1657,6 +1796,44 @@ adjust_row(const RlPolicy *policy, int64 origin, RlAdjustment kind,
 }
 
 /*
+ * rl_adjust on a memory limit.  A penalty is a take (at once, returned by
+ * a rollback); a refund and a block change the key when the transaction
+ * commits (memory.c), and the state returned is what they would leave if
+ * nothing else happened first.
+ */
+static RlState
+adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
+			  int64 duration)
+{
+	RlMemoryKey k;
+	RlState		state;
+	RlState		next;
+	TimestampTz now;
+
+	memory_key(target, &k);
+	if (kind == RL_ADJUST_PENALIZE)
+	{
+		rl_memory_lock(&k, 1);
+		now = rl_clock_now();
+		rl_memory_get(&k, &target->policy, target->origin, now, &state);
+		adjust_row(&target->policy, target->origin, kind, &state, now, amount,
+				   0, &next);
+		rl_memory_take(&k, &target->policy, target->origin, now, amount,
+					   target->memory_epoch);
+		rl_memory_unlock();
+		return next;
+	}
+	now = rl_clock_now();
+	rl_memory_read(&k, &target->policy, target->origin, now, &state);
+	adjust_row(&target->policy, target->origin, kind, &state, now, amount,
+			   duration, &next);
+	rl_memory_at_commit(&k, &target->policy, target->origin,
+						kind == RL_ADJUST_REFUND ? RL_MEMORY_REFUND : RL_MEMORY_BLOCK,
+						amount, duration, target->memory_epoch);
+	return next;
+}
+
+/*
  * Refund, penalize or block a key: hold its row (every shard of a sharded
  * limit), then compute each new state at a time read after the locks and
  * write them all, only once every one is known to be valid.  amount is
@@ -1678,6 +1855,8 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 	TimestampTz now;
 	RlState		total;
 
+	if (target->policy.store == RL_STORE_MEMORY)
+		return adjust_memory(target, kind, amount, duration);
 	states = palloc(sizeof(RlState) * nshards);
 	next = palloc(sizeof(RlState) * nshards);
 	tids = palloc(sizeof(ItemPointerData) * nshards);
@@ -1726,6 +1905,27 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 	for (int s = 0; s < nshards; s++)
 		total.value += rl_refill(&policy, target->origin, next[s], now).value;
 	return total;
+}
+
+/*
+ * rl_reset on a defined memory limit: the key is forgotten (full again)
+ * when the transaction commits.  False for any other name, whose rows are
+ * deleted instead.
+ */
+bool
+rl_forget_memory(RlTarget *target)
+{
+	RlPolicy	policy;
+	RlMemoryKey k;
+
+	if (!rl_definition_lookup(target->label, &policy) ||
+		policy.store != RL_STORE_MEMORY)
+		return false;
+	rl_target_resolve(target, NULL);
+	memory_key(target, &k);
+	rl_memory_at_commit(&k, &target->policy, target->origin, RL_MEMORY_RESET,
+						0, 0, target->memory_epoch);
+	return true;
 }
 
 /*

@@ -44,6 +44,7 @@ typedef struct RlTarget
 	RlPolicy	policy;			/* the whole limit's policy */
 	bool		defined;		/* policy from rl_definitions, not a config */
 	int64		origin;			/* a window start (fixed window) */
+	uint64		memory_epoch;	/* rl_memory_epoch before the policy was read */
 } RlTarget;
 
 /* What rl_adjust does to a key. */
@@ -76,6 +77,7 @@ extern bool rl_row_now(const RlTarget *target, RlState stored,
 					   RlState *current, int64 *reset_after, bool *idle);
 extern RlState rl_adjust(RlTarget *target, RlAdjustment kind, double amount,
 						 int64 duration);
+extern bool rl_forget_memory(RlTarget *target);
 extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
 						   bool reserve, RlAnswer *answers);
 

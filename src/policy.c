@@ -26,7 +26,8 @@
 #define RL_DAYS_PER_YEAR	365.25
 
 static const char *const policy_column_names[RL_POLICY_NATTS] = {
-	"kind", "rate", "period", "capacity", "max_reserved", "shards", "start"
+	"kind", "rate", "period", "capacity", "max_reserved", "shards", "start",
+	"storage"
 };
 
 /*
@@ -70,11 +71,39 @@ require_column(bool *nulls, int column)
 void
 rl_policy_fill_defaults(Datum *values, bool *nulls)
 {
+	if (nulls[RL_POLICY_STORAGE])
+	{
+		values[RL_POLICY_STORAGE] = CStringGetTextDatum("table");
+		nulls[RL_POLICY_STORAGE] = false;
+	}
 	if (nulls[RL_POLICY_CAPACITY] && !nulls[RL_POLICY_RATE])
 	{
 		values[RL_POLICY_CAPACITY] = values[RL_POLICY_RATE];
 		nulls[RL_POLICY_CAPACITY] = false;
 	}
+}
+
+/*
+ * The storage column: 'table' (also for NULL, a row written before the
+ * column existed) or 'memory'.
+ */
+static RlStore
+store_from_values(Datum *values, bool *nulls)
+{
+	char	   *storage;
+
+	if (nulls[RL_POLICY_STORAGE])
+		return RL_STORE_TABLE;
+	storage = TextDatumGetCString(values[RL_POLICY_STORAGE]);
+	if (strcmp(storage, "table") == 0)
+		return RL_STORE_TABLE;
+	if (strcmp(storage, "memory") == 0)
+		return RL_STORE_MEMORY;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid rate limit storage \"%s\"", storage),
+			 errhint("The storage is \"table\" or \"memory\".")));
+	return RL_STORE_TABLE;		/* keep the compiler quiet */
 }
 
 /*
@@ -109,6 +138,12 @@ concurrency_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	policy->shards = 1;
 	policy->has_start = false;
 	policy->start = 0;
+	policy->store = RL_STORE_TABLE;
+	if (store_from_values(values, nulls) != RL_STORE_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a concurrency limit cannot use the memory store"),
+				 errdetail("Its permits are row locks and rows of rl_leases.")));
 	problem = rl_policy_problem(policy);
 	if (problem)
 		ereport(ERROR,
@@ -117,7 +152,7 @@ concurrency_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 }
 
 /*
- * Check the seven policy columns and convert them; any problem is an
+ * Check the eight policy columns and convert them; any problem is an
  * ERROR naming the column.  Defaults must already be filled in.
  */
 void
@@ -165,6 +200,12 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 					 errmsg("start must be a finite timestamp")));
 		policy->start = start;
 	}
+	policy->store = store_from_values(values, nulls);
+	if (policy->store == RL_STORE_MEMORY && policy->shards != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a memory limit cannot have shards"),
+				 errdetail("Shards spread row locks; the memory store takes no row lock, and a hot key needs none.")));
 
 	problem = rl_policy_problem(policy);
 	if (problem)
@@ -184,9 +225,11 @@ rl_policy_from_composite(HeapTupleHeader tuple, RlPolicy *policy)
 	Datum		values[RL_POLICY_NATTS];
 	bool		nulls[RL_POLICY_NATTS];
 
-	if (desc->natts != RL_POLICY_NATTS)
+	/* 1.0 to 1.2 have no storage column: such a policy keeps a table */
+	if (desc->natts != RL_POLICY_NATTS && desc->natts != RL_POLICY_STORAGE)
 		elog(ERROR, "rl_policy has %d columns, expected %d",
 			 desc->natts, RL_POLICY_NATTS);
+	nulls[RL_POLICY_STORAGE] = true;
 	tmp.t_len = HeapTupleHeaderGetDatumLength(tuple);
 	ItemPointerSetInvalid(&tmp.t_self);
 	tmp.t_tableOid = InvalidOid;

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * policy.h
- *	  A policy as SQL sees it: the seven columns of type rl_policy, which
+ *	  A policy as SQL sees it: the eight columns of type rl_policy, which
  *	  are also the columns of rl_definitions after name and the arguments
  *	  of rl_define after name.
  *
@@ -25,7 +25,8 @@
 #define RL_POLICY_MAX_RESERVED	4
 #define RL_POLICY_SHARDS		5
 #define RL_POLICY_START			6
-#define RL_POLICY_NATTS			7
+#define RL_POLICY_STORAGE		7
+#define RL_POLICY_NATTS			8
 
 extern void rl_policy_from_values(Datum *values, bool *nulls,
 								  RlPolicy *policy);

@@ -68,6 +68,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "limit.h"
+#include "memory.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(rl_stats_rows);
@@ -678,8 +679,10 @@ rl_stats_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
 	RlStatsShared *s = stats_table();
-	Datum		values[5];
-	bool		nulls[5] = {false, true, true, true, true};
+	RlMemoryInfo memory;
+	Datum		values[10];
+	bool		nulls[10] = {false, true, true, true, true,
+	false, true, true, true, true};
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -693,6 +696,17 @@ rl_stats_info(PG_FUNCTION_ARGS)
 		values[4] = TimestampTzGetDatum(s->stats_reset);
 		SpinLockRelease(&s->mutex);
 		nulls[1] = nulls[2] = nulls[3] = nulls[4] = false;
+	}
+	rl_memory_info(&memory);
+	values[5] = CStringGetTextDatum(memory.storage);
+	if (strcmp(memory.storage, "unavailable") != 0)
+	{
+		values[6] = Int64GetDatum(memory.max_keys);
+		values[7] = Int64GetDatum(memory.keys);
+		values[8] = Int64GetDatum(memory.full_errors);
+		values[9] = TimestampTzGetDatum(memory.empty_since);
+		nulls[6] = nulls[7] = nulls[8] = false;
+		nulls[9] = memory.empty_since == 0;
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -100,7 +100,7 @@ typedef struct RlPlanSpec
 {
 	const char *sql;			/* each %s stands for the quoted schema name */
 	int			nargs;
-	Oid			argtypes[8];
+	Oid			argtypes[9];
 } RlPlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
@@ -116,23 +116,25 @@ typedef struct RlPlanSpec
 
 static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
-		"SELECT kind, rate, period, capacity, max_reserved, shards, start"
-		" FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
+		"SELECT kind, rate, period, capacity, max_reserved, shards, start,"
+		" storage FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 	[PLAN_PUT_DEFINITION] = {
 		"INSERT INTO %s.rl_definitions AS d"
-		" (name, kind, rate, period, capacity, max_reserved, shards, start)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+		" (name, kind, rate, period, capacity, max_reserved, shards, start,"
+		" storage)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
 		" rate = excluded.rate, period = excluded.period,"
 		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
-		" shards = excluded.shards, start = excluded.start"
+		" shards = excluded.shards, start = excluded.start,"
+		" storage = excluded.storage"
 		" WHERE d.kind" EQ "excluded.kind OR NOT (d.kind" EQ
 		" ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])"
 		" OR excluded.kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[]))",
-		8, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
-		INT4OID, TIMESTAMPTZOID}
+		9, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
+		INT4OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[PLAN_DELETE_DEFINITION] = {
 		"DELETE FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
@@ -186,7 +188,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_SCAN] = {
 		"SELECT s.value, s.ts, s.name, s.key, s.shard,"
 		" d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,"
-		" d.start"
+		" d.start, d.storage"
 		" FROM ONLY %s.rate_limits s LEFT JOIN ONLY %s.rl_definitions d"
 		" ON d.name" EQ "s.name"
 		" WHERE d.name IS NOT NULL"
@@ -242,20 +244,63 @@ struct RlScan
 static SPIPlanPtr plans[PLAN_COUNT];
 static Oid	plans_nspid = InvalidOid;
 static char plans_nspname[NAMEDATALEN];	/* the name the plans spell */
+static bool plans_storage = true;	/* rl_definitions has storage (1.3) */
 
 /* The run of storage calls in progress (rl_storage_begin). */
 static Oid	storage_nspid = InvalidOid;
 static bool spi_open = false;
 
-/* Prepare and keep plan i, for the schema spelled quoted. */
+/*
+ * Whether schema nspid's rl_definitions has the column storage (1.3): the
+ * library also serves databases still at 1.0 to 1.2, whose definitions
+ * all keep their state in the table.
+ */
+static bool
+definitions_have_storage(Oid nspid)
+{
+	Oid			relid = get_relname_relid("rl_definitions", nspid);
+
+	return OidIsValid(relid) && get_attnum(relid, "storage") != InvalidAttrNumber;
+}
+
+/* Replace the first occurrence of from in sql with to. */
 static void
-prepare_plan(int i, const char *quoted)
+replace_once(StringInfo sql, const char *from, const char *to)
+{
+	char	   *at = strstr(sql->data, from);
+	StringInfoData out;
+
+	if (at == NULL)
+		return;
+	initStringInfo(&out);
+	appendBinaryStringInfo(&out, sql->data, at - sql->data);
+	appendStringInfoString(&out, to);
+	appendStringInfoString(&out, at + strlen(from));
+	pfree(sql->data);
+	*sql = out;
+}
+
+/*
+ * Prepare and keep plan i, for the schema spelled quoted; without the
+ * storage column, every definition reads as storage 'table' and is written
+ * without it.
+ */
+static void
+prepare_plan(int i, const char *quoted, bool storage)
 {
 	StringInfoData sql;
 	SPIPlanPtr	plan;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted);
+	if (!storage)
+	{
+		replace_once(&sql, " storage FROM ONLY", " NULL::pg_catalog.text FROM ONLY");
+		replace_once(&sql, "d.start, d.storage", "d.start, NULL::pg_catalog.text");
+		replace_once(&sql, " start, storage)", " start)");
+		replace_once(&sql, ", $8, $9)", ", $8)");
+		replace_once(&sql, ", storage = excluded.storage", "");
+	}
 	plan = SPI_prepare(sql.data, plan_specs[i].nargs,
 					   (Oid *) plan_specs[i].argtypes);
 	if (plan == NULL)
@@ -277,14 +322,18 @@ prepare_plans(Oid nspid)
 {
 	char	   *nspname;
 	const char *quoted;
+	bool		storage;
 
 	nspname = get_namespace_name(nspid);
 	if (nspname == NULL)
 		elog(ERROR, "cache lookup failed for namespace %u", nspid);
-	if (plans_nspid == nspid && strcmp(plans_nspname, nspname) == 0)
+	storage = definitions_have_storage(nspid);
+	if (plans_nspid == nspid && strcmp(plans_nspname, nspname) == 0 &&
+		plans_storage == storage)
 		return;
 	quoted = quote_identifier(nspname);
 	plans_nspid = InvalidOid;	/* until every plan is ready */
+	plans_storage = storage;
 
 	for (int i = 0; i < PLAN_COUNT; i++)
 	{
@@ -294,7 +343,7 @@ prepare_plans(Oid nspid)
 			plans[i] = NULL;
 		}
 		if (i < PLAN_CORE_COUNT)
-			prepare_plan(i, quoted);
+			prepare_plan(i, quoted, storage);
 	}
 	plans_nspid = nspid;
 	strlcpy(plans_nspname, nspname, NAMEDATALEN);
@@ -308,7 +357,7 @@ static void
 ensure_lease_plan(RlPlanId id)
 {
 	if (plans[id] == NULL)
-		prepare_plan(id, quote_identifier(plans_nspname));
+		prepare_plan(id, quote_identifier(plans_nspname), plans_storage);
 }
 
 /*

@@ -1,0 +1,1215 @@
+/*-------------------------------------------------------------------------
+ *
+ * memory.c
+ *	  The memory store: the state of limits defined with storage 'memory',
+ *	  in shared memory, one entry per (database, extension, stored name,
+ *	  key).  No row, no transaction id, no WAL, no vacuum: it works in
+ *	  READ ONLY transactions and on hot standbys, each server on its own.
+ *
+ * An entry holds the committed state (value, ts) and what transactions
+ * still in progress have taken from it (pending, and how many of them
+ * hold the entry).  A call decides on the committed state brought forward
+ * to now, less pending: so a grant takes its tokens at once, seen by every
+ * session, and two sessions can never both take the last token.  When the
+ * taking transaction commits, the take becomes part of the committed state
+ * (rl_commit_take, at commit time, which never leaves more tokens than
+ * taking at grant time would); when it rolls back, or rolls back to a
+ * savepoint, the take just leaves pending: the committed state never saw
+ * it, so the rollback returns exactly what the rolled-back work took.
+ * What gives tokens (a refund, a block's end is not one, a reset, a
+ * definition dropped) and blocks happen only at commit, so no session is
+ * ever granted tokens that a transaction which later rolls back gave.
+ * PREPARE TRANSACTION after any of these is refused.
+ *
+ * Where it lives:
+ * - shared_preload_libraries = 'ratelimit': in the main segment, sized by
+ *   ratelimit.memory_max_keys at start.  The postmaster writes every entry
+ *   to pg_stat/ratelimit_memory.state when it exits normally (smart, fast
+ *   or immediate shutdown; takes in progress count as taken) and reads the
+ *   file back at the next start.  A marker file tells a start after a
+ *   crash (the postmaster killed) from a clean one; a reinitialisation
+ *   after a backend crash is one too.  After a crash,
+ *   ratelimit.memory_after_crash decides: 'full' (the default), every key
+ *   starts full; 'empty', every key with no entry counts as emptied at the
+ *   restart and refills from there.
+ * - Not preloaded, PostgreSQL 17 and later: in a segment of the DSM
+ *   registry, made by the first backend that uses a memory limit.  Nothing
+ *   is saved at shutdown, so every start is treated as after a crash.
+ * - Not preloaded, 15 and 16: unavailable; a memory limit is an error that
+ *   names the setting.
+ *
+ * Entries.  An entry is addressed by a SHA-256 digest of (database,
+ * extension, stored name, key): two different limits never share one,
+ * whatever keys an attacker chooses.  A bucket array of chains, partitioned
+ * by 128 LWLocks, so unrelated keys never contend on one lock.  At most
+ * ratelimit.memory_max_keys entries exist.  An entry no transaction holds
+ * whose state has refilled completely (idle_at passed) means the same as
+ * no entry, and is dropped when room is needed; when none can be dropped,
+ * a call on a new key is an error (53400), never an eviction of live state.
+ * idle_at is computed under the policy that last wrote the entry; a change
+ * to a memory limit's definition sets it to never for every entry of the
+ * name, after the change's invalidation is sent (an epoch tells a commit
+ * that raced with it), until a call under the new policy writes it.
+ *
+ * Locking.  A call holds the partitions of its keys exclusively (in
+ * ascending order, so calls on several keys cannot deadlock) from reading
+ * the state to taking the tokens; nothing in between reads a table or
+ * waits for anything else.  Commit and abort take each partition on its
+ * own.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "access/xact.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/atomics.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "clock.h"
+#include "compat.h"
+#include "memory.h"
+
+#define MEM_PARTITIONS 128
+#define MEM_STATE_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.state"
+#define MEM_RUNNING_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.running"
+#define MEM_FILE_MAGIC 0x524c4d31	/* "RLM1" */
+#define MEM_DSM_NAME "ratelimit_memory"
+#define MEM_DSM_SIZE_NAME "ratelimit_memory_size"
+#define MEM_TRANCHE_NAME "ratelimit_memory"
+#define MEM_NEVER PG_INT64_MAX
+
+typedef struct MemEntry
+{
+	int32		next;			/* chain, or free list; -1 for none */
+	int32		holders;		/* transactions with a change pending */
+	uint8		id[RL_MEMORY_ID_BYTES];
+	uint8		name_id[RL_MEMORY_NAME_ID_BYTES];
+	RlState		committed;
+	double		pending;		/* taken by transactions in progress */
+	int64		idle_at;		/* no holders: droppable from then on */
+} MemEntry;
+
+/*
+ * The store, followed in memory by nbuckets int32 chain heads and
+ * max_keys entries.
+ */
+typedef struct MemShared
+{
+	int			tranche;
+	int32		max_keys;
+	uint32		nbuckets;		/* a power of two, at least MEM_PARTITIONS */
+	slock_t		mutex;			/* free list and counters */
+	int32		free_head;
+	int32		used;
+	int64		full_errors;
+	TimestampTz empty_since;	/* after a crash, 'empty': 0 otherwise */
+	pg_atomic_uint64 epoch;		/* changes of memory definitions */
+	LWLockPadded locks[MEM_PARTITIONS];
+} MemShared;
+
+typedef enum MemStorage
+{
+	MEM_NONE,
+	MEM_SHMEM,
+	MEM_DSM
+} MemStorage;
+
+static const char *const storage_names[] = {
+	[MEM_NONE] = "unavailable",
+	[MEM_SHMEM] = "shared memory",
+	[MEM_DSM] = "dsm registry",
+};
+
+typedef enum MemAfterCrash
+{
+	AFTER_CRASH_FULL,
+	AFTER_CRASH_EMPTY
+} MemAfterCrash;
+
+static const struct config_enum_entry after_crash_options[] = {
+	{"full", AFTER_CRASH_FULL, false},
+	{"empty", AFTER_CRASH_EMPTY, false},
+	{NULL, 0, false}
+};
+
+/* What this backend's transaction has pending in the store. */
+typedef enum MemChangeKind
+{
+	CHANGE_TAKE,
+	CHANGE_REFUND,
+	CHANGE_BLOCK,
+	CHANGE_RESET,
+	CHANGE_NAME
+} MemChangeKind;
+
+typedef struct MemChange
+{
+	MemChangeKind kind;
+	SubTransactionId subid;
+	RlMemoryKey key;			/* CHANGE_NAME: name_id only */
+	RlPolicy	policy;
+	bool		dropped;		/* CHANGE_NAME: the definition is gone */
+	bool		every_name;		/* CHANGE_NAME: every name (TRUNCATE) */
+	int64		origin;
+	TimestampTz at;				/* when taken */
+	double		amount;
+	int64		duration;
+	uint64		epoch;
+} MemChange;
+
+static int	memory_max_keys = 100000;
+static int	memory_after_crash = AFTER_CRASH_FULL;
+
+static MemStorage storage = MEM_NONE;
+static MemShared *shared = NULL;
+static bool postmaster_started = false;
+
+static MemChange *changes = NULL;
+static int	nchanges = 0;
+static int	maxchanges = 0;
+static bool names_changed = false;
+static bool held[MEM_PARTITIONS];
+static bool callbacks_registered = false;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static int32 *
+store_buckets(MemShared *s)
+{
+	return (int32 *) ((char *) s + MAXALIGN(sizeof(MemShared)));
+}
+
+static MemEntry *
+store_entries(MemShared *s)
+{
+	return (MemEntry *) ((char *) store_buckets(s) +
+						 MAXALIGN(sizeof(int32) * s->nbuckets));
+}
+
+static uint32
+buckets_for(int32 max_keys)
+{
+	uint32		n = MEM_PARTITIONS;
+
+	while (n < (uint32) max_keys)
+		n <<= 1;
+	return n;
+}
+
+/* The bytes of a store of max_keys entries. */
+static Size
+store_size(int32 max_keys)
+{
+	Size		size = MAXALIGN(sizeof(MemShared));
+
+	size = add_size(size, MAXALIGN(mul_size(sizeof(int32), buckets_for(max_keys))));
+	return add_size(size, mul_size(sizeof(MemEntry), max_keys));
+}
+
+/* An empty store; tranche is the LWLock tranche of its partitions. */
+static void
+store_init(MemShared *s, int32 max_keys, int tranche)
+{
+	MemEntry   *entries;
+
+	s->tranche = tranche;
+	s->max_keys = max_keys;
+	s->nbuckets = buckets_for(max_keys);
+	SpinLockInit(&s->mutex);
+	s->used = 0;
+	s->full_errors = 0;
+	s->empty_since = 0;
+	pg_atomic_init_u64(&s->epoch, 0);
+	for (int i = 0; i < MEM_PARTITIONS; i++)
+		LWLockInitialize(&s->locks[i].lock, tranche);
+	memset(store_buckets(s), 0xff, sizeof(int32) * s->nbuckets);
+	entries = store_entries(s);
+	for (int32 i = 0; i < max_keys; i++)
+		entries[i].next = i + 1 < max_keys ? i + 1 : -1;
+	s->free_head = max_keys > 0 ? 0 : -1;
+}
+
+/* The entry with this id in its bucket (the partition held); NULL if none. */
+static MemEntry *
+entry_find(MemShared *s, const uint8 *id, uint32 bucket, int32 **link)
+{
+	MemEntry   *entries = store_entries(s);
+	int32	   *at = &store_buckets(s)[bucket];
+
+	while (*at >= 0)
+	{
+		MemEntry   *e = &entries[*at];
+
+		if (memcmp(e->id, id, RL_MEMORY_ID_BYTES) == 0)
+		{
+			if (link)
+				*link = at;
+			return e;
+		}
+		at = &e->next;
+	}
+	return NULL;
+}
+
+/* Unlink an entry (its partition held) and put it on the free list. */
+static void
+entry_remove(MemShared *s, int32 *link)
+{
+	int32		e = *link;
+	MemEntry   *entry = &store_entries(s)[e];
+
+	*link = entry->next;
+	SpinLockAcquire(&s->mutex);
+	entry->next = s->free_head;
+	s->free_head = e;
+	s->used--;
+	SpinLockRelease(&s->mutex);
+}
+
+/* Drop the droppable entries of one partition (held exclusively). */
+static int
+partition_sweep(MemShared *s, int partition, TimestampTz now)
+{
+	int32	   *buckets = store_buckets(s);
+	MemEntry   *entries = store_entries(s);
+	int			freed = 0;
+
+	for (uint32 b = partition; b < s->nbuckets; b += MEM_PARTITIONS)
+	{
+		int32	   *at = &buckets[b];
+
+		while (*at >= 0)
+		{
+			MemEntry   *e = &entries[*at];
+
+			if (e->holders == 0 && e->idle_at <= now)
+			{
+				entry_remove(s, at);
+				freed++;
+			}
+			else
+				at = &e->next;
+		}
+	}
+	return freed;
+}
+
+/*
+ * A free entry, dropping idle ones when there is none: every partition
+ * this backend holds, and every other one it can take without waiting (so
+ * a sweep never waits while holding partitions).  -1 when none is free.
+ */
+static int32
+entry_alloc(MemShared *s, TimestampTz now)
+{
+	int32		e;
+
+	for (int round = 0; round < 2; round++)
+	{
+		SpinLockAcquire(&s->mutex);
+		e = s->free_head;
+		if (e >= 0)
+		{
+			s->free_head = store_entries(s)[e].next;
+			s->used++;
+		}
+		SpinLockRelease(&s->mutex);
+		if (e >= 0 || round > 0)
+			return e;
+		for (int p = 0; p < MEM_PARTITIONS; p++)
+		{
+			if (held[p])
+				partition_sweep(s, p, now);
+			else if (LWLockConditionalAcquire(&s->locks[p].lock, LW_EXCLUSIVE))
+			{
+				partition_sweep(s, p, now);
+				LWLockRelease(&s->locks[p].lock);
+			}
+		}
+	}
+	return -1;
+}
+
+/*
+ * Write every entry to the state file: the postmaster, exiting normally
+ * (code 0).  After a crash it runs this with code 1 and nothing is
+ * written.  Takes of transactions that never ended count as taken.
+ */
+static void
+memory_shmem_shutdown(int code, Datum arg)
+{
+	FILE	   *file;
+	uint32		header[3] = {MEM_FILE_MAGIC, sizeof(MemEntry), 0};
+	MemEntry   *entries;
+	int32	   *buckets;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (code != 0 || shared == NULL)
+		return;
+	file = AllocateFile(MEM_STATE_FILE ".tmp", PG_BINARY_W);
+	if (file == NULL)
+		goto error;
+	header[2] = (uint32) shared->used;
+	if (fwrite(header, sizeof(header), 1, file) != 1)
+		goto error;
+	entries = store_entries(shared);
+	buckets = store_buckets(shared);
+	for (uint32 b = 0; b < shared->nbuckets; b++)
+		for (int32 i = buckets[b]; i >= 0; i = entries[i].next)
+		{
+			MemEntry	saved = entries[i];
+
+			if (saved.pending != 0)
+			{
+				/*
+				 * Takes of transactions an immediate shutdown cut off:
+				 * taken, and nothing refilled since the state's time (the
+				 * policy is not known here), which never leaves more.
+				 */
+				if (saved.committed.ts < now)
+					saved.committed.ts = now;
+				saved.committed.value -= saved.pending;
+				saved.idle_at = MEM_NEVER;
+			}
+			saved.pending = 0;
+			saved.holders = 0;
+			if (fwrite(&saved, sizeof(MemEntry), 1, file) != 1)
+				goto error;
+		}
+	if (FreeFile(file))
+	{
+		file = NULL;
+		goto error;
+	}
+	(void) durable_rename(MEM_STATE_FILE ".tmp", MEM_STATE_FILE, LOG);
+	unlink(MEM_RUNNING_FILE);
+	return;
+
+error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", MEM_STATE_FILE ".tmp")));
+	if (file)
+		FreeFile(file);
+	unlink(MEM_STATE_FILE ".tmp");
+}
+
+/* Put an entry read back from the state file into the store. */
+static void
+store_restore(MemShared *s, const MemEntry *saved)
+{
+	uint32		bucket;
+	int32		e;
+	MemEntry   *entry;
+
+	memcpy(&bucket, saved->id, sizeof(uint32));
+	bucket &= s->nbuckets - 1;
+	if (entry_find(s, saved->id, bucket, NULL) != NULL)
+		return;
+	SpinLockAcquire(&s->mutex);
+	e = s->free_head;
+	if (e >= 0)
+	{
+		s->free_head = store_entries(s)[e].next;
+		s->used++;
+	}
+	SpinLockRelease(&s->mutex);
+	if (e < 0)
+		return;
+	entry = &store_entries(s)[e];
+	*entry = *saved;
+	entry->next = store_buckets(s)[bucket];
+	store_buckets(s)[bucket] = e;
+}
+
+/*
+ * Read back what the last clean shutdown wrote, then remove the file, so
+ * that a crash later never brings back state older than the crash.
+ * False when there was none (a first start, or a start after a crash).
+ */
+static bool
+memory_load(MemShared *s)
+{
+	FILE	   *file = AllocateFile(MEM_STATE_FILE, PG_BINARY_R);
+	uint32		header[3];
+	uint32		lost = 0;
+
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", MEM_STATE_FILE)));
+		return false;
+	}
+	if (fread(header, sizeof(header), 1, file) != 1 ||
+		header[0] != MEM_FILE_MAGIC || header[1] != sizeof(MemEntry))
+	{
+		ereport(LOG,
+				(errmsg("ignoring ratelimit memory store file \"%s\": it was written by another version",
+						MEM_STATE_FILE)));
+		FreeFile(file);
+		unlink(MEM_STATE_FILE);
+		return false;
+	}
+	for (uint32 i = 0; i < header[2]; i++)
+	{
+		MemEntry	saved;
+
+		if (fread(&saved, sizeof(MemEntry), 1, file) != 1)
+		{
+			ereport(LOG,
+					(errmsg("ratelimit memory store file \"%s\" is truncated",
+							MEM_STATE_FILE)));
+			break;
+		}
+		if (s->used >= s->max_keys)
+			lost++;
+		else
+			store_restore(s, &saved);
+	}
+	if (lost > 0)
+		ereport(LOG,
+				(errmsg("%u keys of the ratelimit memory store were not restored", lost),
+				 errdetail("ratelimit.memory_max_keys is %d.", s->max_keys)));
+	FreeFile(file);
+	unlink(MEM_STATE_FILE);
+	return true;
+}
+
+/* Note that the server runs, so that a start after a crash can tell. */
+static void
+mark_running(void)
+{
+	FILE	   *file = AllocateFile(MEM_RUNNING_FILE, PG_BINARY_W);
+
+	if (file == NULL || FreeFile(file) != 0)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", MEM_RUNNING_FILE)));
+}
+
+/* Apply ratelimit.memory_after_crash to a store that starts after a crash. */
+static void
+after_crash(MemShared *s)
+{
+	if (memory_after_crash == AFTER_CRASH_EMPTY)
+		s->empty_since = GetCurrentTimestamp();
+}
+
+static void
+memory_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(store_size(memory_max_keys));
+}
+
+/*
+ * shmem_startup_hook: the store, made and filled from the state file in
+ * the postmaster (at start, and after a backend crash, when it is a
+ * restart after a crash), found in other processes.
+ */
+static void
+memory_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("ratelimit memory store",
+							 store_size(memory_max_keys), &found);
+	if (!found)
+		store_init(shared, memory_max_keys,
+				   compat_lwlock_new_tranche(MEM_TRANCHE_NAME));
+	LWLockRelease(AddinShmemInitLock);
+	compat_lwlock_register_tranche(shared->tranche, MEM_TRANCHE_NAME);
+	if (!IsUnderPostmaster && !found)
+	{
+		struct stat st;
+		bool		crashed = postmaster_started ||
+			stat(MEM_RUNNING_FILE, &st) == 0;
+
+		/* shmem_exit forgets it when shared memory is reinitialised */
+		on_shmem_exit(memory_shmem_shutdown, (Datum) 0);
+		postmaster_started = true;
+		if (crashed)
+		{
+			unlink(MEM_STATE_FILE);
+			after_crash(shared);
+		}
+		else
+			memory_load(shared);
+		mark_running();
+	}
+}
+
+#ifdef COMPAT_HAS_DSM_REGISTRY
+static int32 dsm_max_keys;
+
+static void
+init_dsm_size(void *ptr)
+{
+	*(int32 *) ptr = memory_max_keys;
+}
+
+static void
+init_dsm_store(void *ptr)
+{
+	store_init(ptr, dsm_max_keys, compat_lwlock_new_tranche(MEM_TRANCHE_NAME));
+	/* nothing was saved: every start is one after a crash */
+	after_crash(ptr);
+}
+#endif
+
+static void memory_xact_callback(XactEvent event, void *arg);
+static void memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									SubTransactionId parentSubid, void *arg);
+static void memory_release_callback(ResourceReleasePhase phase, bool isCommit,
+									bool isTopLevel, void *arg);
+
+/* The store, attached if needed; an error when it is unavailable. */
+static MemShared *
+store(void)
+{
+	if (shared == NULL)
+	{
+#ifdef COMPAT_HAS_DSM_REGISTRY
+		if (storage == MEM_DSM)
+		{
+			bool		found;
+			int32	   *size;
+
+			size = compat_get_named_dsm_segment(MEM_DSM_SIZE_NAME,
+												sizeof(int32), init_dsm_size,
+												&found);
+			dsm_max_keys = *size;
+			shared = compat_get_named_dsm_segment(MEM_DSM_NAME,
+												  store_size(dsm_max_keys),
+												  init_dsm_store, &found);
+			compat_lwlock_register_tranche(shared->tranche, MEM_TRANCHE_NAME);
+		}
+#endif
+		if (shared == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the ratelimit memory store is not available"),
+					 errdetail("On PostgreSQL 15 and 16 it needs the library preloaded."),
+					 errhint("Add ratelimit to shared_preload_libraries and restart the server.")));
+	}
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(memory_xact_callback, NULL);
+		RegisterSubXactCallback(memory_subxact_callback, NULL);
+		RegisterResourceReleaseCallback(memory_release_callback, NULL);
+		callbacks_registered = true;
+	}
+	return shared;
+}
+
+/* Define the settings and find where the store lives; from _PG_init. */
+void
+rl_memory_init(void)
+{
+	DefineCustomIntVariable("ratelimit.memory_max_keys",
+							"Sets the most keys the memory store holds.",
+							"Read when the store is created: at server start when preloaded, by the first memory call otherwise.",
+							&memory_max_keys,
+							100000,
+							MEM_PARTITIONS,
+							INT_MAX / 2,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("ratelimit.memory_after_crash",
+							 "Sets how memory limits start after a crash: every key full, or empty.",
+							 "Read when the store is created after a crash (or, not preloaded, at its creation).",
+							 &memory_after_crash,
+							 AFTER_CRASH_FULL,
+							 after_crash_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	if (process_shared_preload_libraries_in_progress)
+	{
+		storage = MEM_SHMEM;
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = memory_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = memory_shmem_startup;
+	}
+#ifdef COMPAT_HAS_DSM_REGISTRY
+	else
+		storage = MEM_DSM;
+#endif
+}
+
+/* Feed one length-prefixed field to a digest. */
+static void
+digest_field(pg_cryptohash_ctx *ctx, const void *data, uint32 len)
+{
+	if (pg_cryptohash_update(ctx, (const uint8 *) &len, sizeof(len)) < 0 ||
+		pg_cryptohash_update(ctx, data, len) < 0)
+		elog(ERROR, "could not compute a SHA-256 digest");
+}
+
+/* SHA-256 of (what, database, space, name[, key]). */
+static void
+digest(char what, Oid space, text *name, text *key, uint8 *out)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	Oid			db = MyDatabaseId;
+
+	if (ctx == NULL || pg_cryptohash_init(ctx) < 0)
+		elog(ERROR, "could not compute a SHA-256 digest");
+	digest_field(ctx, &what, 1);
+	digest_field(ctx, &db, sizeof(Oid));
+	digest_field(ctx, &space, sizeof(Oid));
+	digest_field(ctx, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+	if (key)
+		digest_field(ctx, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+	if (pg_cryptohash_final(ctx, out, PG_SHA256_DIGEST_LENGTH) < 0)
+		elog(ERROR, "could not compute a SHA-256 digest");
+	pg_cryptohash_free(ctx);
+}
+
+/* The id of a stored name, for changes to its definition. */
+void
+rl_memory_name_id(Oid space, text *name, uint8 *name_id)
+{
+	uint8		full[PG_SHA256_DIGEST_LENGTH];
+
+	digest('n', space, name, NULL, full);
+	memcpy(name_id, full, RL_MEMORY_NAME_ID_BYTES);
+}
+
+/*
+ * The address of (stored name, key) in this database and extension
+ * (space: the OID of its rl_definitions, which DROP and CREATE EXTENSION
+ * change).  Attaches the store: an error when it is unavailable.
+ */
+void
+rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k)
+{
+	MemShared  *s = store();
+	uint32		h;
+
+	StaticAssertStmt(RL_MEMORY_ID_BYTES == PG_SHA256_DIGEST_LENGTH,
+					 "an id is a SHA-256 digest");
+	digest('k', space, name, key, k->id);
+	rl_memory_name_id(space, name, k->name_id);
+	memcpy(&h, k->id, sizeof(uint32));
+	k->bucket = h & (s->nbuckets - 1);
+	k->partition = (int) (k->bucket % MEM_PARTITIONS);
+}
+
+/* The epoch of memory definitions; UINT64_MAX when not attached yet. */
+uint64
+rl_memory_epoch(void)
+{
+	if (shared == NULL)
+		return PG_UINT64_MAX;
+	return pg_atomic_read_u64(&shared->epoch);
+}
+
+/* Hold the partitions of keys exclusively, in ascending order. */
+void
+rl_memory_lock(const RlMemoryKey *keys, int n)
+{
+	MemShared  *s = store();
+	bool		want[MEM_PARTITIONS] = {0};
+
+	for (int i = 0; i < n; i++)
+		want[keys[i].partition] = true;
+	for (int p = 0; p < MEM_PARTITIONS; p++)
+		if (want[p] && !held[p])
+		{
+			LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
+			held[p] = true;
+		}
+}
+
+/* Let go of every partition this backend holds. */
+void
+rl_memory_unlock(void)
+{
+	for (int p = 0; p < MEM_PARTITIONS; p++)
+		if (held[p])
+		{
+			held[p] = false;
+			LWLockRelease(&shared->locks[p].lock);
+		}
+}
+
+/*
+ * The state of a key with no entry: full, or, after a crash with
+ * ratelimit.memory_after_crash = 'empty', emptied at the restart.
+ */
+static void
+missing_state(MemShared *s, const RlPolicy *policy, int64 origin,
+			  TimestampTz now, RlState *state)
+{
+	TimestampTz at = s->empty_since != 0 && s->empty_since < now ?
+		s->empty_since : now;
+
+	if (rl_initial_state(policy, origin, at, state) != RL_DECIDED)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("rate limit state would fall outside the timestamp range")));
+	if (at != now)
+		state->value = 0;
+}
+
+/* What a call decides on: committed state at now, less what is pending. */
+static void
+current(MemShared *s, MemEntry *e, const RlPolicy *policy, int64 origin,
+		TimestampTz now, RlState *state)
+{
+	if (e == NULL)
+	{
+		missing_state(s, policy, origin, now, state);
+		return;
+	}
+	*state = rl_refill(policy, origin, e->committed, now);
+	state->value -= e->pending;
+}
+
+/*
+ * The state a call decides on, at now, its partition held by
+ * rl_memory_lock: what the algebra then brings forward to now adds
+ * nothing.
+ */
+void
+rl_memory_get(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
+			  TimestampTz now, RlState *state)
+{
+	MemShared  *s = store();
+
+	Assert(held[k->partition]);
+	current(s, entry_find(s, k->id, k->bucket, NULL), policy, origin, now,
+			state);
+}
+
+/* The same, for a call that takes nothing (its own shared lock). */
+void
+rl_memory_read(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
+			   TimestampTz now, RlState *state)
+{
+	MemShared  *s = store();
+	LWLock	   *lock = &s->locks[k->partition].lock;
+
+	if (held[k->partition])
+	{
+		rl_memory_get(k, policy, origin, now, state);
+		return;
+	}
+	LWLockAcquire(lock, LW_SHARED);
+	current(s, entry_find(s, k->id, k->bucket, NULL), policy, origin, now,
+			state);
+	LWLockRelease(lock);
+}
+
+/* Room for one more change of this transaction, before anything changes. */
+static MemChange *
+next_change(void)
+{
+	if (nchanges >= maxchanges)
+	{
+		int			n = Max(16, maxchanges * 2);
+
+		if (changes == NULL)
+			changes = MemoryContextAlloc(TopMemoryContext, sizeof(MemChange) * n);
+		else
+			changes = repalloc(changes, sizeof(MemChange) * n);
+		maxchanges = n;
+	}
+	memset(&changes[nchanges], 0, sizeof(MemChange));
+	return &changes[nchanges];
+}
+
+/* Raise the error for a store with no room for a new key. */
+static void
+raise_full(MemShared *s)
+{
+	SpinLockAcquire(&s->mutex);
+	s->full_errors++;
+	SpinLockRelease(&s->mutex);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("the ratelimit memory store is full"),
+			 errdetail("It holds %d keys, none of them idle.", s->max_keys),
+			 errhint("Raise ratelimit.memory_max_keys and restart the server.")));
+}
+
+/*
+ * The entry of a key, made (in the state of a key with none) when there is
+ * none; its partition held.  Pinned: one more holder.
+ */
+static MemEntry *
+entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
+		  int64 origin, TimestampTz now)
+{
+	MemEntry   *e = entry_find(s, k->id, k->bucket, NULL);
+	RlState		fresh;
+	int32		i;
+
+	if (e == NULL)
+	{
+		missing_state(s, policy, origin, now, &fresh);
+		i = entry_alloc(s, now);
+		if (i < 0)
+			raise_full(s);
+		e = &store_entries(s)[i];
+		memcpy(e->id, k->id, RL_MEMORY_ID_BYTES);
+		memcpy(e->name_id, k->name_id, RL_MEMORY_NAME_ID_BYTES);
+		e->committed = fresh;
+		e->pending = 0;
+		e->holders = 0;
+		e->idle_at = MEM_NEVER;
+		e->next = store_buckets(s)[k->bucket];
+		store_buckets(s)[k->bucket] = i;
+	}
+	e->holders++;
+	return e;
+}
+
+/* Note a change, and pin its key's entry when it has one. */
+static void
+add_change(MemChangeKind kind, const RlMemoryKey *k, const RlPolicy *policy,
+		   int64 origin, TimestampTz now, double amount, int64 duration,
+		   uint64 epoch)
+{
+	MemChange  *c = next_change();
+
+	c->kind = kind;
+	c->subid = GetCurrentSubTransactionId();
+	c->key = *k;
+	if (policy)
+		c->policy = *policy;
+	c->origin = origin;
+	c->at = now;
+	c->amount = amount;
+	c->duration = duration;
+	c->epoch = epoch;
+	nchanges++;
+}
+
+/*
+ * Take count tokens, granted at now on the state rl_memory_get returned
+ * (the partition still held): seen by every session at once, final at
+ * commit, returned by a rollback.  epoch: rl_memory_epoch before the
+ * policy was read.
+ */
+void
+rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
+			   TimestampTz now, double count, uint64 epoch)
+{
+	MemShared  *s = store();
+	MemEntry   *e;
+
+	Assert(held[k->partition]);
+	if (count <= 0)
+		return;
+	(void) next_change();
+	e = entry_pin(s, k, policy, origin, now);
+	e->pending += count;
+	add_change(CHANGE_TAKE, k, policy, origin, now, count, 0, epoch);
+}
+
+/* Change a key when the transaction commits (refund, block, reset). */
+void
+rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
+					int64 origin, RlMemoryLater what, double amount,
+					int64 duration, uint64 epoch)
+{
+	MemShared  *s = store();
+	LWLock	   *lock = &s->locks[k->partition].lock;
+	MemChangeKind kind = what == RL_MEMORY_REFUND ? CHANGE_REFUND :
+		what == RL_MEMORY_BLOCK ? CHANGE_BLOCK : CHANGE_RESET;
+
+	(void) next_change();
+	if (kind != CHANGE_RESET)
+	{
+		/* the entry is there to change at commit, where nothing may fail */
+		LWLockAcquire(lock, LW_EXCLUSIVE);
+		held[k->partition] = true;
+		entry_pin(s, k, policy, origin, rl_clock_now());
+		held[k->partition] = false;
+		LWLockRelease(lock);
+	}
+	add_change(kind, k, policy, origin, rl_clock_now(), amount, duration,
+			   epoch);
+}
+
+/*
+ * A memory limit's definition changed (dropped: it is gone, or no longer
+ * a memory limit), from the row trigger on rl_definitions, so hand edits
+ * count too; name NULL for every name (TRUNCATE).  At commit every entry
+ * of the name is dropped (when the definition is gone and no transaction
+ * holds it) or kept, never dropped for being idle, until a call under the
+ * new policy writes it.
+ */
+void
+rl_memory_name_changed(Oid space, text *name, bool dropped)
+{
+	RlMemoryKey k = {{0}};
+	MemChange  *c;
+
+	if (storage == MEM_NONE)
+		return;
+	(void) store();
+	c = next_change();
+	if (name)
+		rl_memory_name_id(space, name, k.name_id);
+	c->kind = CHANGE_NAME;
+	c->subid = GetCurrentSubTransactionId();
+	c->key = k;
+	c->dropped = dropped;
+	c->every_name = name == NULL;
+	nchanges++;
+	names_changed = true;
+}
+
+/* An entry's idle_at once no transaction holds it. */
+static void
+set_idle_at(MemEntry *e, const MemChange *c, TimestampTz now)
+{
+	int64		at;
+
+	if (e->holders > 0)
+		return;
+	e->pending = 0;
+	if (c->epoch == pg_atomic_read_u64(&shared->epoch) &&
+		rl_idle_at(&c->policy, c->origin, e->committed, now, &at))
+		e->idle_at = at;
+	else
+		e->idle_at = MEM_NEVER;
+}
+
+/* Make one change final (commit) or undo it (abort); must not fail. */
+static void
+finish_change(const MemChange *c, bool commit, TimestampTz now)
+{
+	MemShared  *s = shared;
+	LWLock	   *lock = &s->locks[c->key.partition].lock;
+	int32	   *link;
+	MemEntry   *e;
+	RlState		next;
+
+	if (c->kind == CHANGE_NAME)
+		return;					/* memory_release_callback */
+	if (c->kind == CHANGE_RESET && !commit)
+		return;
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	e = entry_find(s, c->key.id, c->key.bucket, &link);
+	if (e == NULL)
+	{
+		/* a reset's key with no entry; anything else was pinned */
+		LWLockRelease(lock);
+		return;
+	}
+	switch (c->kind)
+	{
+		case CHANGE_TAKE:
+			e->pending -= c->amount;
+			e->holders--;
+			if (commit)
+				e->committed = rl_commit_take(&c->policy, c->origin,
+											  e->committed, c->at, now,
+											  c->amount);
+			break;
+		case CHANGE_REFUND:
+			e->holders--;
+			if (commit &&
+				rl_refund_state(&c->policy, c->origin, &e->committed, now,
+								c->amount, &next) == RL_DECIDED)
+				e->committed = next;
+			break;
+		case CHANGE_BLOCK:
+			e->holders--;
+			if (commit &&
+				rl_block_state(&c->policy, c->origin, &e->committed, now,
+							   c->duration, &next) == RL_DECIDED)
+				e->committed = next;
+			break;
+		case CHANGE_RESET:
+			if (e->holders == 0)
+			{
+				entry_remove(s, link);
+				LWLockRelease(lock);
+				return;
+			}
+			missing_state(s, &c->policy, c->origin, now, &next);
+			e->committed = next;
+			break;
+		case CHANGE_NAME:
+			break;
+	}
+	set_idle_at(e, c, now);
+	LWLockRelease(lock);
+}
+
+/*
+ * Changed definitions, after their invalidation is sent: a new epoch
+ * first, so that a commit that raced with the change (its policy read
+ * before) finds its epoch old, then every entry of the names.
+ */
+static void
+finish_names(void)
+{
+	MemShared  *s = shared;
+	MemEntry   *entries = store_entries(s);
+	int32	   *buckets = store_buckets(s);
+
+	pg_atomic_fetch_add_u64(&s->epoch, 1);
+	for (int p = 0; p < MEM_PARTITIONS; p++)
+	{
+		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
+		for (uint32 b = p; b < s->nbuckets; b += MEM_PARTITIONS)
+		{
+			int32	   *at = &buckets[b];
+
+			while (*at >= 0)
+			{
+				MemEntry   *e = &entries[*at];
+				const MemChange *match = NULL;
+
+				for (int i = 0; i < nchanges && match == NULL; i++)
+					if (changes[i].kind == CHANGE_NAME &&
+						(changes[i].every_name ||
+						 memcmp(changes[i].key.name_id, e->name_id,
+								RL_MEMORY_NAME_ID_BYTES) == 0))
+						match = &changes[i];
+				if (match == NULL)
+				{
+					at = &e->next;
+					continue;
+				}
+				e->idle_at = MEM_NEVER;
+				if (match->dropped && !match->every_name && e->holders == 0)
+					entry_remove(s, at);
+				else
+					at = &e->next;
+			}
+		}
+		LWLockRelease(&s->locks[p].lock);
+	}
+}
+
+/* Forget this transaction's changes. */
+static void
+clear_changes(void)
+{
+	nchanges = 0;
+	names_changed = false;
+}
+
+static void
+memory_xact_callback(XactEvent event, void *arg)
+{
+	TimestampTz now;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (nchanges > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that used a memory rate limit"),
+						 errdetail("Memory limits are not kept in a prepared transaction.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			now = rl_clock_now();
+			for (int i = 0; i < nchanges; i++)
+				finish_change(&changes[i], true, now);
+			if (!names_changed)
+				clear_changes();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			memset(held, 0, sizeof(held));	/* LWLockReleaseAll let go */
+			now = rl_clock_now();
+			for (int i = nchanges - 1; i >= 0; i--)
+				finish_change(&changes[i], false, now);
+			clear_changes();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	TimestampTz now;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			memset(held, 0, sizeof(held));
+			now = rl_clock_now();
+			while (nchanges > 0 && changes[nchanges - 1].subid == mySubid)
+			{
+				nchanges--;
+				finish_change(&changes[nchanges], false, now);
+			}
+			names_changed = false;
+			for (int i = 0; i < nchanges; i++)
+				if (changes[i].kind == CHANGE_NAME)
+					names_changed = true;
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			for (int i = nchanges - 1; i >= 0 && changes[i].subid == mySubid; i--)
+				changes[i].subid = parentSubid;
+			break;
+		default:
+			break;
+	}
+}
+
+/* Changed definitions at commit, once their invalidation is sent. */
+static void
+memory_release_callback(ResourceReleasePhase phase, bool isCommit,
+						bool isTopLevel, void *arg)
+{
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || !names_changed)
+		return;
+	if (isCommit)
+		finish_names();
+	clear_changes();
+}
+
+/* The memory columns of rl_stats_info. */
+void
+rl_memory_info(RlMemoryInfo *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->storage = storage_names[storage];
+	if (storage == MEM_NONE)
+		return;
+	(void) store();
+	SpinLockAcquire(&shared->mutex);
+	info->max_keys = shared->max_keys;
+	info->keys = shared->used;
+	info->full_errors = shared->full_errors;
+	info->empty_since = shared->empty_since;
+	SpinLockRelease(&shared->mutex);
+}

@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * memory.h
+ *	  The memory store: limit state in shared memory, taken at once,
+ *	  returned on rollback, no row, no WAL (see memory.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef RATELIMIT_MEMORY_H
+#define RATELIMIT_MEMORY_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+
+#include "algebra.h"
+
+#define RL_MEMORY_ID_BYTES		32	/* SHA-256 */
+#define RL_MEMORY_NAME_ID_BYTES	16
+
+/* One (database, extension, stored name, key): the address of an entry. */
+typedef struct RlMemoryKey
+{
+	uint8		id[RL_MEMORY_ID_BYTES];
+	uint8		name_id[RL_MEMORY_NAME_ID_BYTES];
+	uint32		bucket;
+	int			partition;
+} RlMemoryKey;
+
+extern void rl_memory_init(void);
+extern void rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k);
+extern void rl_memory_name_id(Oid space, text *name, uint8 *name_id);
+
+extern uint64 rl_memory_epoch(void);
+extern void rl_memory_lock(const RlMemoryKey *keys, int n);
+extern void rl_memory_unlock(void);
+extern void rl_memory_get(const RlMemoryKey *k, const RlPolicy *policy,
+						  int64 origin, TimestampTz now, RlState *state);
+extern void rl_memory_read(const RlMemoryKey *k, const RlPolicy *policy,
+						   int64 origin, TimestampTz now, RlState *state);
+extern void rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy,
+						   int64 origin, TimestampTz now, double count,
+						   uint64 epoch);
+
+/* What rl_memory_at_commit does to a key when the transaction commits. */
+typedef enum RlMemoryLater
+{
+	RL_MEMORY_REFUND,			/* give amount back */
+	RL_MEMORY_BLOCK,			/* block for duration */
+	RL_MEMORY_RESET				/* forget the key: full again */
+} RlMemoryLater;
+
+extern void rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
+								int64 origin, RlMemoryLater what,
+								double amount, int64 duration, uint64 epoch);
+extern void rl_memory_name_changed(Oid space, text *name, bool dropped);
+
+/* rl_stats_info's memory columns. */
+typedef struct RlMemoryInfo
+{
+	const char *storage;
+	int64		max_keys;
+	int64		keys;
+	int64		full_errors;
+	TimestampTz empty_since;	/* 0: none */
+} RlMemoryInfo;
+
+extern void rl_memory_info(RlMemoryInfo *info);
+
+#endif							/* RATELIMIT_MEMORY_H */
