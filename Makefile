@@ -36,7 +36,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
-	concurrency stats new_keys inline_policies trigger_keys
+	concurrency stats new_keys inline_policies trigger_keys memory
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -47,7 +47,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	concurrency stats_waits concurrency_lowered refund_order \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
 	shards_both_busy shards_create_order shards_multixact lock_strength \
-	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine
+	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
+	memory_last_token
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
