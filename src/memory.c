@@ -1197,6 +1197,85 @@ memory_release_callback(ResourceReleasePhase phase, bool isCommit,
 	clear_changes();
 }
 
+/* Attach the store (an error when it is unavailable). */
+void
+rl_memory_attach(void)
+{
+	(void) store();
+}
+
+/* Whether this server has a memory store (preloaded, or 17+). */
+bool
+rl_memory_available(void)
+{
+	return storage != MEM_NONE;
+}
+
+/*
+ * rl_gc on the memory store: drop up to max entries no transaction holds
+ * that are idle, judged by idle_at, or, for the entries of the memory
+ * limits defined in this database (names: their ids and current
+ * policies) that a definition change left undecided, under the current
+ * policy (a fixed window's phase is that of its stored window start).
+ * epoch: rl_memory_epoch read before the definitions were; the sweep
+ * stops when it changes, since a definition changed meanwhile.
+ */
+uint64
+rl_memory_gc(const RlMemoryName *names, int nnames, uint64 epoch,
+			 TimestampTz now, uint64 max)
+{
+	MemShared  *s = store();
+	MemEntry   *entries = store_entries(s);
+	int32	   *buckets = store_buckets(s);
+	uint64		removed = 0;
+
+	for (int p = 0; p < MEM_PARTITIONS && removed < max; p++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
+		if (pg_atomic_read_u64(&s->epoch) != epoch)
+		{
+			LWLockRelease(&s->locks[p].lock);
+			break;
+		}
+		for (uint32 b = p; b < s->nbuckets && removed < max; b += MEM_PARTITIONS)
+		{
+			int32	   *at = &buckets[b];
+
+			while (*at >= 0 && removed < max)
+			{
+				MemEntry   *e = &entries[*at];
+
+				if (e->holders == 0 && e->idle_at == MEM_NEVER)
+				{
+					for (int i = 0; i < nnames; i++)
+					{
+						const RlPolicy *policy = &names[i].policy;
+						int64		idle;
+
+						if (memcmp(names[i].name_id, e->name_id,
+								   RL_MEMORY_NAME_ID_BYTES) != 0)
+							continue;
+						if (rl_idle_at(policy, e->committed.ts, e->committed,
+									   now, &idle))
+							e->idle_at = idle;
+						break;
+					}
+				}
+				if (e->holders == 0 && e->idle_at <= now)
+				{
+					entry_remove(s, at);
+					removed++;
+				}
+				else
+					at = &e->next;
+			}
+		}
+		LWLockRelease(&s->locks[p].lock);
+	}
+	return removed;
+}
+
 /* The memory columns of rl_stats_info. */
 void
 rl_memory_info(RlMemoryInfo *info)

@@ -55,6 +55,18 @@ extern void rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 								double amount, int64 duration, uint64 epoch);
 extern void rl_memory_name_changed(Oid space, text *name, bool dropped);
 
+/* A memory limit's name and current policy, for rl_memory_gc. */
+typedef struct RlMemoryName
+{
+	uint8		name_id[RL_MEMORY_NAME_ID_BYTES];
+	RlPolicy	policy;
+} RlMemoryName;
+
+extern bool rl_memory_available(void);
+extern void rl_memory_attach(void);
+extern uint64 rl_memory_gc(const RlMemoryName *names, int nnames,
+						   uint64 epoch, TimestampTz now, uint64 max);
+
 /* rl_stats_info's memory columns. */
 typedef struct RlMemoryInfo
 {

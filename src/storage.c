@@ -1129,6 +1129,50 @@ run_fresh(const char *sql, int nargs, Oid *argtypes, Datum *args)
 }
 
 /*
+ * Every memory limit defined in the current schema, read with a fresh
+ * snapshot: a List of RlDefinitionRow (name and whole policy) in the
+ * caller's memory; NIL where rl_definitions has no storage (before 1.3).
+ */
+List *
+rl_storage_memory_definitions(void)
+{
+	StringInfoData sql;
+	List	   *rows = NIL;
+	MemoryContext caller = CurrentMemoryContext;
+
+	ensure_spi();
+	if (!plans_storage)
+		return NIL;
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT name, kind, rate, period, capacity, max_reserved,"
+					 " shards, start, storage FROM ONLY %s.rl_definitions"
+					 " WHERE storage" EQ "'memory'",
+					 quote_identifier(plans_nspname));
+	run_fresh(sql.data, 0, NULL, NULL);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[RL_POLICY_NATTS];
+		bool		nulls[RL_POLICY_NATTS];
+		Datum		name;
+		MemoryContext spi;
+		RlDefinitionRow *row;
+
+		if (!result_column(i, 1, &name))
+			continue;
+		for (int c = 0; c < RL_POLICY_NATTS; c++)
+			nulls[c] = !result_column(i, c + 2, &values[c]);
+		spi = MemoryContextSwitchTo(caller);
+		row = palloc(sizeof(RlDefinitionRow));
+		row->name = DatumGetTextPCopy(name);
+		rl_policy_from_values(values, nulls, &row->policy);
+		rows = lappend(rows, row);
+		MemoryContextSwitchTo(spi);
+	}
+	return rows;
+}
+
+/*
  * The permits that the leases of a name hold at time now, over all its
  * keys, read with a fresh snapshot; 0 where schema nspid has no rl_leases
  * (a database still at 1.1).

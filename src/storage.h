@@ -71,7 +71,8 @@ typedef struct RlScan RlScan;
 typedef struct RlDefinitionRow
 {
 	text	   *name;
-	RlPolicy	policy;			/* kind, capacity and max_reserved only */
+	RlPolicy	policy;			/* kind, capacity and max_reserved only, but
+								 * whole from rl_storage_memory_definitions */
 } RlDefinitionRow;
 
 /* What releasing a lease found. */
@@ -120,5 +121,6 @@ extern uint64 rl_storage_lease_gc(TimestampTz now, uint64 max_rows);
 extern int64 rl_storage_name_leases_held(Oid nspid, text *name,
 										 TimestampTz now);
 extern List *rl_storage_concurrency_definitions(Relation rel);
+extern List *rl_storage_memory_definitions(void);
 
 #endif							/* RATELIMIT_STORAGE_H */
