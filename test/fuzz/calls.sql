@@ -7,7 +7,7 @@ SELECT setseed(0.42);
 CREATE TEMP TABLE outcome (fn text, sqlstate text);
 DO $$
 DECLARE
-  names text[] := ARRAY['tb', 'fw', 'inline', NULL, '', 'x''y', '%s%n', E'\\', repeat('n', 300), 'é😀'];
+  names text[] := ARRAY['tb', 'fw', 'mem', 'inline', NULL, '', 'x''y', '%s%n', E'\\', repeat('n', 300), 'é😀'];
   keys text[] := ARRAY['1', '2', NULL, '', 'k', E'O''Brien', '%s', E'\U0001F600', repeat('k', 2000), E'\u00e9'];
   counts float8[] := ARRAY[1, 0.5, 0, -1, 'NaN', 'Infinity', '-Infinity', 1e308, 11, NULL];
   bools boolean[] := ARRAY[true, false, NULL];
@@ -22,12 +22,16 @@ DECLARE
 BEGIN
   configs := ARRAY[
     NULL,
-    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL)::ratelimit.rl_policy,
-    ROW('fixed window', 5, '1 hour', 5, 2, 1, NULL)::ratelimit.rl_policy,
-    ROW('token bucket', 'NaN', '1 second', 5, NULL, 1, NULL)::ratelimit.rl_policy,
-    ROW('token bucket', 5, '-1 second', 5, NULL, 1, NULL)::ratelimit.rl_policy,
-    ROW('nope', 5, '1 second', 5, NULL, 1, NULL)::ratelimit.rl_policy,
-    ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_policy];
+    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, NULL)::ratelimit.rl_policy,
+    ROW('fixed window', 5, '1 hour', 5, 2, 1, NULL, NULL)::ratelimit.rl_policy,
+    ROW('token bucket', 'NaN', '1 second', 5, NULL, 1, NULL, NULL)::ratelimit.rl_policy,
+    ROW('token bucket', 5, '-1 second', 5, NULL, 1, NULL, NULL)::ratelimit.rl_policy,
+    ROW('nope', 5, '1 second', 5, NULL, 1, NULL, NULL)::ratelimit.rl_policy,
+    ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_policy,
+    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, 'memory')::ratelimit.rl_policy,
+    ROW('fixed window', 5, '1 hour', 5, 2, 1, NULL, 'memory')::ratelimit.rl_policy,
+    ROW('token bucket', 5, '1 second', 5, NULL, 2, NULL, 'memory')::ratelimit.rl_policy,
+    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, 'disk')::ratelimit.rl_policy];
   results := ARRAY[
     NULL,
     ROW(true, NULL, 1, '1 second')::ratelimit.rl_result,
@@ -39,32 +43,32 @@ BEGIN
     BEGIN
       CASE fn
         WHEN 'rl_limit' THEN
-          PERFORM ratelimit.rl_limit(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
+          PERFORM ratelimit.rl_limit(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
             counts[1 + floor(random() * 10)::int], bools[1 + floor(random() * 3)::int],
-            bools[1 + floor(random() * 3)::int], configs[1 + floor(random() * 7)::int]);
+            bools[1 + floor(random() * 3)::int], configs[1 + floor(random() * 11)::int]);
         WHEN 'rl_check' THEN
-          PERFORM ratelimit.rl_check(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
+          PERFORM ratelimit.rl_check(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
             counts[1 + floor(random() * 10)::int], bools[1 + floor(random() * 3)::int],
-            bools[1 + floor(random() * 3)::int], configs[1 + floor(random() * 7)::int]);
+            bools[1 + floor(random() * 3)::int], configs[1 + floor(random() * 11)::int]);
         WHEN 'rl_value' THEN
-          PERFORM ratelimit.rl_value(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
-            configs[1 + floor(random() * 7)::int]);
+          PERFORM ratelimit.rl_value(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
+            configs[1 + floor(random() * 11)::int]);
         WHEN 'rl_reset' THEN
-          PERFORM ratelimit.rl_reset(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int]);
+          PERFORM ratelimit.rl_reset(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int]);
         WHEN 'rl_refund' THEN
-          PERFORM ratelimit.rl_refund(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
-            counts[1 + floor(random() * 10)::int], configs[1 + floor(random() * 7)::int]);
+          PERFORM ratelimit.rl_refund(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
+            counts[1 + floor(random() * 10)::int], configs[1 + floor(random() * 11)::int]);
         WHEN 'rl_penalize' THEN
-          PERFORM ratelimit.rl_penalize(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
-            counts[1 + floor(random() * 10)::int], configs[1 + floor(random() * 7)::int]);
+          PERFORM ratelimit.rl_penalize(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
+            counts[1 + floor(random() * 10)::int], configs[1 + floor(random() * 11)::int]);
         WHEN 'rl_block' THEN
-          PERFORM ratelimit.rl_block(names[1 + floor(random() * 10)::int], keys[1 + floor(random() * 10)::int],
-            durations[1 + floor(random() * 8)::int], configs[1 + floor(random() * 7)::int]);
+          PERFORM ratelimit.rl_block(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
+            durations[1 + floor(random() * 8)::int], configs[1 + floor(random() * 11)::int]);
         WHEN 'rl_headers' THEN
-          PERFORM ratelimit.rl_headers(names[1 + floor(random() * 10)::int], results[1 + floor(random() * 5)::int],
-            configs[1 + floor(random() * 7)::int]);
+          PERFORM ratelimit.rl_headers(names[1 + floor(random() * 11)::int], results[1 + floor(random() * 5)::int],
+            configs[1 + floor(random() * 11)::int]);
         WHEN 'rl_define' THEN
-          PERFORM ratelimit.rl_define(names[1 + floor(random() * 10)::int], 'token bucket',
+          PERFORM ratelimit.rl_define(names[1 + floor(random() * 11)::int], 'token bucket',
             counts[1 + floor(random() * 10)::int], '1 minute');
         ELSE
           PERFORM ratelimit.rl_token_bucket(counts[1 + floor(random() * 10)::int], '1 minute',
