@@ -23,7 +23,8 @@ EXTENSION = ratelimit
 MODULE_big = ratelimit
 OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/concurrency.o src/functions.o src/gc.o src/held.o src/http.o src/limit.o \
-	src/memory.o src/policy.o src/stats.o src/storage.o src/trigger.o
+	src/memory.o src/policy.o src/sha256.o src/stats.o src/storage.o \
+	src/trigger.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
 	ratelimit--1.2--1.3.sql ratelimit--1.3.sql
@@ -93,17 +94,21 @@ dist:
 	@git diff --quiet HEAD -- || echo "make dist: uncommitted changes are not in $(DIST) (it archives HEAD)" >&2
 	@echo "$(DIST)"
 
-unit: test/unit/test_algebra test/unit/random_depth
+unit: test/unit/test_algebra test/unit/random_depth test/unit/test_sha256
+	test/unit/test_sha256
 	test/unit/test_algebra
 	test/unit/random_depth 20000 1
 
 test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c -lm
 
+test/unit/test_sha256: test/unit/test_sha256.c src/sha256.c src/sha256.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_sha256.c src/sha256.c
+
 test/unit/random_depth: test/unit/random_depth.c src/algebra.c src/algebra.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/random_depth.c src/algebra.c -lm
 
-EXTRA_CLEAN = test/unit/test_algebra test/unit/random_depth results regression.diffs regression.out output_iso
+EXTRA_CLEAN = test/unit/test_algebra test/unit/random_depth test/unit/test_sha256 results regression.diffs regression.out output_iso
 
 # For test/packaging/: the scripts this Makefile installs, and the name
 # make dist gives the archive.

@@ -64,8 +64,6 @@
 #include <sys/stat.h>
 
 #include "access/xact.h"
-#include "common/cryptohash.h"
-#include "common/sha2.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/atomics.h"
@@ -82,6 +80,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "memory.h"
+#include "sha256.h"
 
 #define MEM_PARTITIONS 128
 #define MEM_STATE_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.state"
@@ -183,6 +182,8 @@ static int	nchanges = 0;
 static int	maxchanges = 0;
 static bool names_changed = false;
 static bool held[MEM_PARTITIONS];
+static int	nheld = 0;			/* partitions held, in held_list */
+static int	held_list[MEM_PARTITIONS];
 static bool callbacks_registered = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -662,38 +663,37 @@ rl_memory_init(void)
 
 /* Feed one length-prefixed field to a digest. */
 static void
-digest_field(pg_cryptohash_ctx *ctx, const void *data, uint32 len)
+digest_field(RlSha256 *ctx, const void *data, uint32 len)
 {
-	if (pg_cryptohash_update(ctx, (const uint8 *) &len, sizeof(len)) < 0 ||
-		pg_cryptohash_update(ctx, data, len) < 0)
-		elog(ERROR, "could not compute a SHA-256 digest");
+	rl_sha256_update(ctx, &len, sizeof(len));
+	rl_sha256_update(ctx, data, len);
 }
 
-/* SHA-256 of (what, database, space, name[, key]). */
+/*
+ * SHA-256 of (what, database, space, name[, key]), every field prefixed
+ * with its length, so that no two different tuples feed the same bytes.
+ */
 static void
 digest(char what, Oid space, text *name, text *key, uint8 *out)
 {
-	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	RlSha256	ctx;
 	Oid			db = MyDatabaseId;
 
-	if (ctx == NULL || pg_cryptohash_init(ctx) < 0)
-		elog(ERROR, "could not compute a SHA-256 digest");
-	digest_field(ctx, &what, 1);
-	digest_field(ctx, &db, sizeof(Oid));
-	digest_field(ctx, &space, sizeof(Oid));
-	digest_field(ctx, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+	rl_sha256_init(&ctx);
+	digest_field(&ctx, &what, 1);
+	digest_field(&ctx, &db, sizeof(Oid));
+	digest_field(&ctx, &space, sizeof(Oid));
+	digest_field(&ctx, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
 	if (key)
-		digest_field(ctx, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-	if (pg_cryptohash_final(ctx, out, PG_SHA256_DIGEST_LENGTH) < 0)
-		elog(ERROR, "could not compute a SHA-256 digest");
-	pg_cryptohash_free(ctx);
+		digest_field(&ctx, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+	rl_sha256_final(&ctx, out);
 }
 
 /* The id of a stored name, for changes to its definition. */
 void
 rl_memory_name_id(Oid space, text *name, uint8 *name_id)
 {
-	uint8		full[PG_SHA256_DIGEST_LENGTH];
+	uint8		full[RL_SHA256_BYTES];
 
 	digest('n', space, name, NULL, full);
 	memcpy(name_id, full, RL_MEMORY_NAME_ID_BYTES);
@@ -710,7 +710,7 @@ rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k)
 	MemShared  *s = store();
 	uint32		h;
 
-	StaticAssertStmt(RL_MEMORY_ID_BYTES == PG_SHA256_DIGEST_LENGTH,
+	StaticAssertStmt(RL_MEMORY_ID_BYTES == RL_SHA256_BYTES,
 					 "an id is a SHA-256 digest");
 	digest('k', space, name, key, k->id);
 	rl_memory_name_id(space, name, k->name_id);
@@ -728,33 +728,69 @@ rl_memory_epoch(void)
 	return pg_atomic_read_u64(&shared->epoch);
 }
 
-/* Hold the partitions of keys exclusively, in ascending order. */
+/* Order partitions ascending. */
+static int
+compare_partitions(const void *a, const void *b)
+{
+	return *(const int *) a - *(const int *) b;
+}
+
+/*
+ * Hold the partitions of keys exclusively, in ascending order (so calls
+ * on several keys never wait for each other in a cycle).
+ */
 void
 rl_memory_lock(const RlMemoryKey *keys, int n)
 {
 	MemShared  *s = store();
-	bool		want[MEM_PARTITIONS] = {0};
+	int		   *want;
+	int			nwant = 0;
 
-	for (int i = 0; i < n; i++)
-		want[keys[i].partition] = true;
-	for (int p = 0; p < MEM_PARTITIONS; p++)
-		if (want[p] && !held[p])
-		{
-			LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
-			held[p] = true;
-		}
+	Assert(nheld == 0);
+	if (n == 1)
+		want = (int *) &keys[0].partition;
+	else
+	{
+		bool		seen[MEM_PARTITIONS] = {0};
+
+		want = palloc(sizeof(int) * Min(n, MEM_PARTITIONS));
+		for (int i = 0; i < n; i++)
+			if (!seen[keys[i].partition])
+			{
+				seen[keys[i].partition] = true;
+				want[nwant++] = keys[i].partition;
+			}
+		qsort(want, nwant, sizeof(int), compare_partitions);
+	}
+	if (n == 1)
+		nwant = 1;
+	for (int i = 0; i < nwant; i++)
+	{
+		LWLockAcquire(&s->locks[want[i]].lock, LW_EXCLUSIVE);
+		held[want[i]] = true;
+		held_list[nheld++] = want[i];
+	}
 }
 
 /* Let go of every partition this backend holds. */
 void
 rl_memory_unlock(void)
 {
-	for (int p = 0; p < MEM_PARTITIONS; p++)
-		if (held[p])
-		{
-			held[p] = false;
-			LWLockRelease(&shared->locks[p].lock);
-		}
+	while (nheld > 0)
+	{
+		int			p = held_list[--nheld];
+
+		held[p] = false;
+		LWLockRelease(&shared->locks[p].lock);
+	}
+}
+
+/* After an error: LWLockReleaseAll let go of every partition. */
+static void
+forget_held(void)
+{
+	while (nheld > 0)
+		held[held_list[--nheld]] = false;
 }
 
 /*
@@ -939,7 +975,6 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 					int64 duration, uint64 epoch)
 {
 	MemShared  *s = store();
-	LWLock	   *lock = &s->locks[k->partition].lock;
 	MemChangeKind kind = what == RL_MEMORY_REFUND ? CHANGE_REFUND :
 		what == RL_MEMORY_BLOCK ? CHANGE_BLOCK : CHANGE_RESET;
 
@@ -947,11 +982,9 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	if (kind != CHANGE_RESET)
 	{
 		/* the entry is there to change at commit, where nothing may fail */
-		LWLockAcquire(lock, LW_EXCLUSIVE);
-		held[k->partition] = true;
+		rl_memory_lock(k, 1);
 		entry_pin(s, k, policy, origin, rl_clock_now());
-		held[k->partition] = false;
-		LWLockRelease(lock);
+		rl_memory_unlock();
 	}
 	add_change(kind, k, policy, origin, rl_clock_now(), amount, duration,
 			   epoch);
@@ -1144,7 +1177,7 @@ memory_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			memset(held, 0, sizeof(held));	/* LWLockReleaseAll let go */
+			forget_held();	/* LWLockReleaseAll let go */
 			now = rl_clock_now();
 			for (int i = nchanges - 1; i >= 0; i--)
 				finish_change(&changes[i], false, now);
@@ -1164,7 +1197,7 @@ memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	switch (event)
 	{
 		case SUBXACT_EVENT_ABORT_SUB:
-			memset(held, 0, sizeof(held));
+			forget_held();
 			now = rl_clock_now();
 			while (nchanges > 0 && changes[nchanges - 1].subid == mySubid)
 			{
