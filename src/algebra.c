@@ -406,20 +406,31 @@ rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
 
 /*
  * A take of count tokens granted at time granted, made final at now (the
- * memory store, at commit): the state brought forward to now, less count;
- * a fixed window's take only while its window lasts.  Taking at now rather
- * than at granted never leaves more tokens: a refill capped at capacity in
- * between would have absorbed part of the take.
+ * memory store, at commit).  Token bucket: the state brought forward to
+ * now, less count; taking at now rather than at granted never leaves more
+ * tokens, since a refill capped at capacity in between would have absorbed
+ * part of the take.  Fixed window: taken in the window it was granted in
+ * and brought forward from there, so that what a later window inherits (a
+ * capacity above the rate carries tokens over, a reservation carries a
+ * deficit) is exact; when the state has already moved past that window (a
+ * later commit, a block), taken at now, which never leaves more either
+ * (a penalty too may leave a deficit, so the take is never just dropped).
  */
 RlState
 rl_commit_take(const RlPolicy *policy, int64_t origin, RlState state,
 			   int64_t granted, int64_t now, double count)
 {
-	RlState		out = rl_refill(policy, origin, state, now);
+	RlState		out;
 
 	if (policy->kind == RL_FIXED_WINDOW &&
-		rl_window_start(granted, origin, policy->period) < out.ts)
-		return out;
+		rl_window_start(granted, origin, policy->period) >=
+		rl_window_start(state.ts, origin, policy->period))
+	{
+		out = rl_refill(policy, origin, state, granted);
+		out.value -= count;
+		return rl_refill(policy, origin, out, now);
+	}
+	out = rl_refill(policy, origin, state, now);
 	out.value -= count;
 	return out;
 }
