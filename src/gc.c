@@ -139,5 +139,6 @@ rl_gc_memory(Oid nspid, uint64 max_rows)
 		names[n].policy = row->policy;
 		n++;
 	}
-	return rl_memory_gc(names, n, epoch, rl_clock_now(), max_rows);
+	return rl_memory_gc(rl_storage_definitions_relid(), names, n, epoch,
+						rl_clock_now(), max_rows);
 }

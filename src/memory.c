@@ -64,6 +64,8 @@
 #include <sys/stat.h>
 
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/atomics.h"
@@ -73,12 +75,14 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "clock.h"
 #include "compat.h"
+#include "limit.h"
 #include "memory.h"
 #include "sha256.h"
 
@@ -97,9 +101,13 @@ typedef struct MemEntry
 	int32		holders;		/* transactions with a change pending */
 	uint8		id[RL_MEMORY_ID_BYTES];
 	uint8		name_id[RL_MEMORY_NAME_ID_BYTES];
+	Oid			dbid;			/* where its limit is defined (rl_gc) */
+	Oid			space;
 	RlState		committed;
 	double		pending;		/* taken by transactions in progress */
 	int64		idle_at;		/* no holders: droppable from then on */
+	uint64		judged;			/* the epoch idle_at was computed in */
+	bool		is_inline;		/* an inline policy: it never changes */
 } MemEntry;
 
 /*
@@ -117,6 +125,7 @@ typedef struct MemShared
 	int64		full_errors;
 	TimestampTz empty_since;	/* after a crash, 'empty': 0 otherwise */
 	pg_atomic_uint64 epoch;		/* changes of memory definitions */
+	uint64		seed;			/* picks buckets: unknown to callers */
 	LWLockPadded locks[MEM_PARTITIONS];
 } MemShared;
 
@@ -185,6 +194,7 @@ static bool held[MEM_PARTITIONS];
 static int	nheld = 0;			/* partitions held, in held_list */
 static int	held_list[MEM_PARTITIONS];
 static bool callbacks_registered = false;
+static Oid	gc_space = InvalidOid;	/* rl_gc's rl_definitions (standby) */
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -236,6 +246,8 @@ store_init(MemShared *s, int32 max_keys, int tranche)
 	s->full_errors = 0;
 	s->empty_since = 0;
 	pg_atomic_init_u64(&s->epoch, 0);
+	if (!pg_strong_random(&s->seed, sizeof(s->seed)))
+		s->seed = (uint64) GetCurrentTimestamp() ^ (uint64) MyProcPid;
 	for (int i = 0; i < MEM_PARTITIONS; i++)
 		LWLockInitialize(&s->locks[i].lock, tranche);
 	memset(store_buckets(s), 0xff, sizeof(int32) * s->nbuckets);
@@ -243,6 +255,17 @@ store_init(MemShared *s, int32 max_keys, int tranche)
 	for (int32 i = 0; i < max_keys; i++)
 		entries[i].next = i + 1 < max_keys ? i + 1 : -1;
 	s->free_head = max_keys > 0 ? 0 : -1;
+}
+
+/*
+ * The bucket of an id, hashed with the store's secret seed: ids are
+ * SHA-256 digests anyone can compute, and without the seed a caller could
+ * grind keys into one bucket and make its chain long.
+ */
+static uint32
+bucket_hash(MemShared *s, const uint8 *id)
+{
+	return (uint32) hash_bytes_extended(id, RL_MEMORY_ID_BYTES, s->seed);
 }
 
 /* The entry with this id in its bucket (the partition held); NULL if none. */
@@ -282,6 +305,24 @@ entry_remove(MemShared *s, int32 *link)
 	SpinLockRelease(&s->mutex);
 }
 
+/*
+ * Whether an entry can be dropped for being idle, on the judgement made
+ * when it was last written: an inline policy never changes; a defined one
+ * may have since, and then only a judgement of the current epoch counts.
+ * On a hot standby a definition change is replayed without a trigger and
+ * bumps no epoch, so only rl_gc, judging under the definitions it reads,
+ * drops a defined limit's entry there.
+ */
+static bool
+droppable(MemShared *s, const MemEntry *e, TimestampTz now)
+{
+	if (e->holders > 0 || e->idle_at > now)
+		return false;
+	if (e->is_inline)
+		return true;
+	return e->judged == pg_atomic_read_u64(&s->epoch) && !RecoveryInProgress();
+}
+
 /* Drop the droppable entries of one partition (held exclusively). */
 static int
 partition_sweep(MemShared *s, int partition, TimestampTz now)
@@ -298,7 +339,7 @@ partition_sweep(MemShared *s, int partition, TimestampTz now)
 		{
 			MemEntry   *e = &entries[*at];
 
-			if (e->holders == 0 && e->idle_at <= now)
+			if (droppable(s, e, now))
 			{
 				entry_remove(s, at);
 				freed++;
@@ -387,6 +428,9 @@ memory_shmem_shutdown(int code, Datum arg)
 				saved.committed.value -= saved.pending;
 				saved.idle_at = MEM_NEVER;
 			}
+			/* a judgement of the last epoch stays good in the next run's first */
+			saved.judged = saved.judged == pg_atomic_read_u64(&shared->epoch) ?
+				0 : PG_UINT64_MAX;
 			saved.pending = 0;
 			saved.holders = 0;
 			if (fwrite(&saved, sizeof(MemEntry), 1, file) != 1)
@@ -418,8 +462,7 @@ store_restore(MemShared *s, const MemEntry *saved)
 	int32		e;
 	MemEntry   *entry;
 
-	memcpy(&bucket, saved->id, sizeof(uint32));
-	bucket &= s->nbuckets - 1;
+	bucket = bucket_hash(s, saved->id) & (s->nbuckets - 1);
 	if (entry_find(s, saved->id, bucket, NULL) != NULL)
 		return;
 	SpinLockAcquire(&s->mutex);
@@ -584,6 +627,7 @@ static void memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid
 									SubTransactionId parentSubid, void *arg);
 static void memory_release_callback(ResourceReleasePhase phase, bool isCommit,
 									bool isTopLevel, void *arg);
+static void memory_relcache_callback(Datum arg, Oid relid);
 
 /* The store, attached if needed; an error when it is unavailable. */
 static MemShared *
@@ -619,6 +663,7 @@ store(void)
 		RegisterXactCallback(memory_xact_callback, NULL);
 		RegisterSubXactCallback(memory_subxact_callback, NULL);
 		RegisterResourceReleaseCallback(memory_release_callback, NULL);
+		CacheRegisterRelcacheCallback(memory_relcache_callback, (Datum) 0);
 		callbacks_registered = true;
 	}
 	return shared;
@@ -714,7 +759,10 @@ rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k)
 					 "an id is a SHA-256 digest");
 	digest('k', space, name, key, k->id);
 	rl_memory_name_id(space, name, k->name_id);
-	memcpy(&h, k->id, sizeof(uint32));
+	k->space = space;
+	k->is_inline = memchr(VARDATA_ANY(name), RL_INLINE_SEPARATOR,
+						  VARSIZE_ANY_EXHDR(name)) != NULL;
+	h = bucket_hash(s, k->id);
 	k->bucket = h & (s->nbuckets - 1);
 	k->partition = (int) (k->bucket % MEM_PARTITIONS);
 }
@@ -795,7 +843,8 @@ forget_held(void)
 
 /*
  * The state of a key with no entry: full, or, after a crash with
- * ratelimit.memory_after_crash = 'empty', emptied at the restart.
+ * ratelimit.memory_after_crash = 'empty', emptied at the restart (or now,
+ * when the clock reads earlier than the restart: still empty).
  */
 static void
 missing_state(MemShared *s, const RlPolicy *policy, int64 origin,
@@ -808,7 +857,7 @@ missing_state(MemShared *s, const RlPolicy *policy, int64 origin,
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("rate limit state would fall outside the timestamp range")));
-	if (at != now)
+	if (s->empty_since != 0)
 		state->value = 0;
 }
 
@@ -914,10 +963,14 @@ entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
 		e = &store_entries(s)[i];
 		memcpy(e->id, k->id, RL_MEMORY_ID_BYTES);
 		memcpy(e->name_id, k->name_id, RL_MEMORY_NAME_ID_BYTES);
+		e->dbid = MyDatabaseId;
+		e->space = k->space;
+		e->is_inline = k->is_inline;
 		e->committed = fresh;
 		e->pending = 0;
 		e->holders = 0;
 		e->idle_at = MEM_NEVER;
+		e->judged = 0;
 		e->next = store_buckets(s)[k->bucket];
 		store_buckets(s)[k->bucket] = i;
 	}
@@ -983,6 +1036,13 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	{
 		/* the entry is there to change at commit, where nothing may fail */
 		rl_memory_lock(k, 1);
+		if (kind == CHANGE_REFUND &&
+			entry_find(s, k->id, k->bucket, NULL) == NULL)
+		{
+			/* a key with no entry is full: a refund changes nothing */
+			rl_memory_unlock();
+			return;
+		}
 		entry_pin(s, k, policy, origin, rl_clock_now());
 		rl_memory_unlock();
 	}
@@ -1010,6 +1070,7 @@ rl_memory_name_changed(Oid space, text *name, bool dropped)
 	c = next_change();
 	if (name)
 		rl_memory_name_id(space, name, k.name_id);
+	k.space = space;
 	c->kind = CHANGE_NAME;
 	c->subid = GetCurrentSubTransactionId();
 	c->key = k;
@@ -1019,7 +1080,11 @@ rl_memory_name_changed(Oid space, text *name, bool dropped)
 	names_changed = true;
 }
 
-/* An entry's idle_at once no transaction holds it. */
+/*
+ * An entry's idle_at once no transaction holds it, under the policy of the
+ * change that let go of it, in the epoch that change read before its
+ * policy (droppable).
+ */
 static void
 set_idle_at(MemEntry *e, const MemChange *c, TimestampTz now)
 {
@@ -1028,11 +1093,9 @@ set_idle_at(MemEntry *e, const MemChange *c, TimestampTz now)
 	if (e->holders > 0)
 		return;
 	e->pending = 0;
-	if (c->epoch == pg_atomic_read_u64(&shared->epoch) &&
-		rl_idle_at(&c->policy, c->origin, e->committed, now, &at))
-		e->idle_at = at;
-	else
-		e->idle_at = MEM_NEVER;
+	e->idle_at = rl_idle_at(&c->policy, c->origin, e->committed, now, &at) ?
+		at : MEM_NEVER;
+	e->judged = c->epoch;
 }
 
 /* Make one change final (commit) or undo it (abort); must not fail. */
@@ -1099,9 +1162,11 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 }
 
 /*
- * Changed definitions, after their invalidation is sent: a new epoch
- * first, so that a commit that raced with the change (its policy read
- * before) finds its epoch old, then every entry of the names.
+ * Changed definitions, after their invalidation is sent: a new epoch, so
+ * that every idle judgement made before (and by a commit that raced with
+ * the change, its policy read before) no longer counts (droppable); then
+ * the entries of dropped names that no transaction holds are removed,
+ * every defined limit's of this database and extension after a TRUNCATE.
  */
 static void
 finish_names(void)
@@ -1109,8 +1174,14 @@ finish_names(void)
 	MemShared  *s = shared;
 	MemEntry   *entries = store_entries(s);
 	int32	   *buckets = store_buckets(s);
+	bool		any_dropped = false;
 
 	pg_atomic_fetch_add_u64(&s->epoch, 1);
+	for (int i = 0; i < nchanges; i++)
+		if (changes[i].kind == CHANGE_NAME && changes[i].dropped)
+			any_dropped = true;
+	if (!any_dropped)
+		return;
 	for (int p = 0; p < MEM_PARTITIONS; p++)
 	{
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
@@ -1121,21 +1192,21 @@ finish_names(void)
 			while (*at >= 0)
 			{
 				MemEntry   *e = &entries[*at];
-				const MemChange *match = NULL;
+				bool		gone = false;
 
-				for (int i = 0; i < nchanges && match == NULL; i++)
-					if (changes[i].kind == CHANGE_NAME &&
-						(changes[i].every_name ||
-						 memcmp(changes[i].key.name_id, e->name_id,
-								RL_MEMORY_NAME_ID_BYTES) == 0))
-						match = &changes[i];
-				if (match == NULL)
+				for (int i = 0; i < nchanges && !gone && e->holders == 0 &&
+					 !e->is_inline; i++)
 				{
-					at = &e->next;
-					continue;
+					const MemChange *c = &changes[i];
+
+					if (c->kind != CHANGE_NAME || !c->dropped)
+						continue;
+					gone = c->every_name ?
+						e->dbid == MyDatabaseId && e->space == c->key.space :
+						memcmp(c->key.name_id, e->name_id,
+							   RL_MEMORY_NAME_ID_BYTES) == 0;
 				}
-				e->idle_at = MEM_NEVER;
-				if (match->dropped && !match->every_name && e->holders == 0)
+				if (gone)
 					entry_remove(s, at);
 				else
 					at = &e->next;
@@ -1246,15 +1317,18 @@ rl_memory_available(void)
 
 /*
  * rl_gc on the memory store: drop up to max entries no transaction holds
- * that are idle, judged by idle_at, or, for the entries of the memory
- * limits defined in this database (names: their ids and current
- * policies) that a definition change left undecided, under the current
- * policy (a fixed window's phase is that of its stored window start).
- * epoch: rl_memory_epoch read before the definitions were; the sweep
- * stops when it changes, since a definition changed meanwhile.
+ * whose key is idle.  The entries of this database's and extension's
+ * defined limits (space) are judged under their current policies (names:
+ * the ids and policies of every memory limit defined there, read after
+ * epoch; a fixed window's phase is that of its stored window start), and
+ * dropped also when their name is no longer defined and no call of the
+ * current epoch wrote them; every other entry as the sweep judges it
+ * (droppable).  The pass stops when the epoch changes, since a definition
+ * changed meanwhile; on a standby, where a replayed change fires no
+ * trigger, this backend's own invalidations bump it (rl_memory_invalidated).
  */
 uint64
-rl_memory_gc(const RlMemoryName *names, int nnames, uint64 epoch,
+rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 			 TimestampTz now, uint64 max)
 {
 	MemShared  *s = store();
@@ -1262,9 +1336,11 @@ rl_memory_gc(const RlMemoryName *names, int nnames, uint64 epoch,
 	int32	   *buckets = store_buckets(s);
 	uint64		removed = 0;
 
+	gc_space = space;
 	for (int p = 0; p < MEM_PARTITIONS && removed < max; p++)
 	{
 		CHECK_FOR_INTERRUPTS();
+		AcceptInvalidationMessages();
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
 		if (pg_atomic_read_u64(&s->epoch) != epoch)
 		{
@@ -1278,24 +1354,29 @@ rl_memory_gc(const RlMemoryName *names, int nnames, uint64 epoch,
 			while (*at >= 0 && removed < max)
 			{
 				MemEntry   *e = &entries[*at];
+				bool		drop;
 
-				if (e->holders == 0 && e->idle_at == MEM_NEVER)
+				if (e->holders > 0)
+					drop = false;
+				else if (e->is_inline || e->dbid != MyDatabaseId ||
+						 e->space != space)
+					drop = droppable(s, e, now);
+				else
 				{
-					for (int i = 0; i < nnames; i++)
-					{
-						const RlPolicy *policy = &names[i].policy;
-						int64		idle;
+					const RlPolicy *policy = NULL;
+					int64		idle;
 
+					for (int i = 0; i < nnames && policy == NULL; i++)
 						if (memcmp(names[i].name_id, e->name_id,
-								   RL_MEMORY_NAME_ID_BYTES) != 0)
-							continue;
-						if (rl_idle_at(policy, e->committed.ts, e->committed,
-									   now, &idle))
-							e->idle_at = idle;
-						break;
-					}
+								   RL_MEMORY_NAME_ID_BYTES) == 0)
+							policy = &names[i].policy;
+					if (policy == NULL)
+						drop = e->judged != epoch;
+					else
+						drop = rl_idle_at(policy, e->committed.ts, e->committed,
+										  now, &idle) && idle <= now;
 				}
-				if (e->holders == 0 && e->idle_at <= now)
+				if (drop)
 				{
 					entry_remove(s, at);
 					removed++;
@@ -1307,6 +1388,20 @@ rl_memory_gc(const RlMemoryName *names, int nnames, uint64 epoch,
 		LWLockRelease(&s->locks[p].lock);
 	}
 	return removed;
+}
+
+/*
+ * Relcache callback: rl_definitions of the space rl_gc judges in was
+ * invalidated in this backend.  On a hot standby that is how a replayed
+ * definition change shows (no trigger fires there): a new epoch, so that
+ * rl_gc stops judging under what it read before.
+ */
+static void
+memory_relcache_callback(Datum arg, Oid relid)
+{
+	if (shared != NULL && RecoveryInProgress() &&
+		(relid == InvalidOid || relid == gc_space))
+		pg_atomic_fetch_add_u64(&shared->epoch, 1);
 }
 
 /* The memory columns of rl_stats_info. */

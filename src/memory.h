@@ -23,6 +23,8 @@ typedef struct RlMemoryKey
 {
 	uint8		id[RL_MEMORY_ID_BYTES];
 	uint8		name_id[RL_MEMORY_NAME_ID_BYTES];
+	Oid			space;			/* the extension's rl_definitions */
+	bool		is_inline;		/* an inline config's stored name */
 	uint32		bucket;
 	int			partition;
 } RlMemoryKey;
@@ -64,7 +66,7 @@ typedef struct RlMemoryName
 
 extern bool rl_memory_available(void);
 extern void rl_memory_attach(void);
-extern uint64 rl_memory_gc(const RlMemoryName *names, int nnames,
+extern uint64 rl_memory_gc(Oid space, const RlMemoryName *names, int nnames,
 						   uint64 epoch, TimestampTz now, uint64 max);
 
 /* rl_stats_info's memory columns. */
