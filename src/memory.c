@@ -78,6 +78,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "clock.h"
@@ -1322,11 +1323,93 @@ rl_memory_available(void)
  * the ids and policies of every memory limit defined there, read after
  * epoch; a fixed window's phase is that of its stored window start), and
  * dropped also when their name is no longer defined and no call of the
- * current epoch wrote them; every other entry as the sweep judges it
- * (droppable).  The pass stops when the epoch changes, since a definition
+ * current epoch wrote them; entries of a dropped database or extension
+ * (spaces_gone); every other entry as the sweep judges it (droppable).  The pass stops when the epoch changes, since a definition
  * changed meanwhile; on a standby, where a replayed change fires no
  * trigger, this backend's own invalidations bump it (rl_memory_invalidated).
  */
+/* A (database, extension) that entries of defined limits belong to. */
+typedef struct MemSpace
+{
+	Oid			dbid;
+	Oid			space;
+	bool		gone;			/* the database or the extension was dropped */
+} MemSpace;
+
+/*
+ * The (database, extension) pairs of entries rl_gc cannot judge where it
+ * runs, and whether each still exists: a database dropped, or in this
+ * database an extension dropped (its rl_definitions with it), leaves
+ * entries no call will ever write again.  Another database's are judged
+ * by rl_gc there.
+ */
+static List *
+spaces_gone(MemShared *s)
+{
+	MemEntry   *entries = store_entries(s);
+	int32	   *buckets = store_buckets(s);
+	List	   *spaces = NIL;
+	ListCell   *lc;
+
+	for (int p = 0; p < MEM_PARTITIONS; p++)
+	{
+		LWLockAcquire(&s->locks[p].lock, LW_SHARED);
+		for (uint32 b = p; b < s->nbuckets; b += MEM_PARTITIONS)
+			for (int32 i = buckets[b]; i >= 0; i = entries[i].next)
+			{
+				MemEntry   *e = &entries[i];
+				bool		known = false;
+
+				if (e->is_inline)
+					continue;
+				foreach(lc, spaces)
+				{
+					MemSpace   *m = lfirst(lc);
+
+					if (m->dbid == e->dbid && m->space == e->space)
+						known = true;
+				}
+				if (!known && list_length(spaces) < 1000)
+				{
+					MemSpace   *m = palloc(sizeof(MemSpace));
+
+					m->dbid = e->dbid;
+					m->space = e->space;
+					m->gone = false;
+					spaces = lappend(spaces, m);
+				}
+			}
+		LWLockRelease(&s->locks[p].lock);
+	}
+	foreach(lc, spaces)
+	{
+		MemSpace   *m = lfirst(lc);
+
+		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(m->dbid)))
+			m->gone = true;
+		else if (m->dbid == MyDatabaseId &&
+				 !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(m->space)))
+			m->gone = true;
+	}
+	return spaces;
+}
+
+/* Whether an entry belongs to a dropped database or extension. */
+static bool
+in_gone_space(const MemEntry *e, List *spaces)
+{
+	ListCell   *lc;
+
+	foreach(lc, spaces)
+	{
+		MemSpace   *m = lfirst(lc);
+
+		if (m->dbid == e->dbid && m->space == e->space)
+			return m->gone;
+	}
+	return false;
+}
+
 uint64
 rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 			 TimestampTz now, uint64 max)
@@ -1335,6 +1418,7 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 	MemEntry   *entries = store_entries(s);
 	int32	   *buckets = store_buckets(s);
 	uint64		removed = 0;
+	List	   *spaces = spaces_gone(s);
 
 	gc_space = space;
 	for (int p = 0; p < MEM_PARTITIONS && removed < max; p++)
@@ -1358,6 +1442,8 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 
 				if (e->holders > 0)
 					drop = false;
+				else if (!e->is_inline && in_gone_space(e, spaces))
+					drop = true;
 				else if (e->is_inline || e->dbid != MyDatabaseId ||
 						 e->space != space)
 					drop = droppable(s, e, now);
