@@ -110,9 +110,10 @@ rl_gc_run(uint64 max_rows)
 /*
  * rl_gc's pass over the memory store: idle entries, including those of
  * this database's memory limits that a definition change left for a call
- * (or this pass) to judge under the new policy.  Needs rl_storage_begin.
- * Nothing when no memory limit is defined here (so a server that uses
- * none never makes the store).
+ * (or this pass) to judge under the new policy, and those of names no
+ * longer defined.  Needs rl_storage_begin.  Nothing when the store is not
+ * attached in this backend and no memory limit is defined here (so a
+ * server that uses none never makes it).
  */
 uint64
 rl_gc_memory(Oid nspid, uint64 max_rows)
@@ -123,7 +124,10 @@ rl_gc_memory(Oid nspid, uint64 max_rows)
 	int			n = 0;
 	ListCell   *lc;
 
-	if (!rl_memory_available() || rl_storage_memory_definitions() == NIL)
+	/* not attached here and no memory limit defined: never make the store */
+	if (!rl_memory_available() ||
+		(rl_memory_epoch() == PG_UINT64_MAX &&
+		 rl_storage_memory_definitions() == NIL))
 		return 0;
 	/* the store attached, its epoch, then the definitions (memory.c) */
 	rl_memory_attach();
