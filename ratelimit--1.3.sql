@@ -455,8 +455,18 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'rl_gc'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_gc(integer) IS
-	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows; returns how many';
+	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then idle entries of the memory store; returns how many';
 REVOKE ALL ON FUNCTION @extschema@.rl_gc(integer) FROM PUBLIC;
+
+-- The memory store's cleanup, which works in a read-only transaction and
+-- on a hot standby (rl_gc runs it too, with the table's).
+CREATE FUNCTION @extschema@.rl_gc_memory(max_keys integer DEFAULT 10000)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'rl_gc_memory'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_gc_memory(integer) IS
+	'drop up to max_keys idle entries of the memory store, judging this database''s memory limits under their current definitions; works on a hot standby; returns how many';
+REVOKE ALL ON FUNCTION @extschema@.rl_gc_memory(integer) FROM PUBLIC;
 
 -- One stored row brought forward to now; the computing half of rl_status.
 CREATE FUNCTION @extschema@.rl_status_row(

@@ -223,6 +223,12 @@ SET ratelimit.now_override = '2026-01-01 09:00:00+00';
 SELECT rl_gc() >= 5 AS removed_them;
 SELECT memory_keys - :baseline AS left_over FROM rl_stats_info;
 SELECT rl_undefine('memgc');
+-- the memory pass alone works in a READ ONLY transaction (and on a standby)
+BEGIN READ ONLY;
+SELECT rl_gc_memory() >= 0 AS works_read_only;
+SELECT error_of($$SELECT rl_gc()$$);
+COMMIT;
+SELECT error_of($$SELECT rl_gc_memory(0)$$);
 
 ------------------------------------------------------------------ observability
 SELECT memory_storage, memory_max_keys > 0 AS has_room, memory_keys >= 0 AS counts_keys,

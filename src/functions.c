@@ -84,6 +84,7 @@ PG_FUNCTION_INFO_V1(rl_value);
 PG_FUNCTION_INFO_V1(rl_reset);
 PG_FUNCTION_INFO_V1(rl_limit_all);
 PG_FUNCTION_INFO_V1(rl_gc);
+PG_FUNCTION_INFO_V1(rl_gc_memory);
 PG_FUNCTION_INFO_V1(rl_status_row);
 PG_FUNCTION_INFO_V1(rl_inline_policy);
 PG_FUNCTION_INFO_V1(rl_refund);
@@ -685,7 +686,31 @@ rl_gc(PG_FUNCTION_ARGS)
 		removed += rl_storage_lease_gc(rl_clock_now(),
 									   (uint64) max_rows - removed);
 	if (removed < (uint64) max_rows)
-		removed += rl_gc_memory(cache->nspid, (uint64) max_rows - removed);
+		removed += rl_gc_run_memory(cache->nspid, (uint64) max_rows - removed);
+	rl_storage_end();
+	PG_RETURN_INT64((int64) removed);
+}
+
+/*
+ * rl_gc_memory(max_keys): rl_gc's memory pass alone, which writes no table:
+ * in a read-only transaction and on a hot standby too.
+ */
+Datum
+rl_gc_memory(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	int32		max_keys;
+	uint64		removed;
+
+	require_arg(fcinfo, 0, "max_keys");
+	max_keys = PG_GETARG_INT32(0);
+	if (max_keys <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_keys must be positive"),
+				 errdetail("max_keys is %d.", max_keys)));
+	rl_storage_begin(cache->nspid);
+	removed = rl_gc_run_memory(cache->nspid, (uint64) max_keys);
 	rl_storage_end();
 	PG_RETURN_INT64((int64) removed);
 }

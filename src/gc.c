@@ -116,7 +116,7 @@ rl_gc_run(uint64 max_rows)
  * server that uses none never makes it).
  */
 uint64
-rl_gc_memory(Oid nspid, uint64 max_rows)
+rl_gc_run_memory(Oid nspid, uint64 max_rows)
 {
 	List	   *defs;
 	RlMemoryName *names;

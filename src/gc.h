@@ -12,6 +12,6 @@
 
 extern uint64 rl_gc_run(uint64 max_rows);
 
-extern uint64 rl_gc_memory(Oid nspid, uint64 max_rows);
+extern uint64 rl_gc_run_memory(Oid nspid, uint64 max_rows);
 
 #endif							/* RATELIMIT_GC_H */
