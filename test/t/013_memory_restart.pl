@@ -147,8 +147,14 @@ for my $crash ([ 'a backend crash', \&crash_backend ],
 			q{SELECT memory_empty_since > now() - interval '1 minute'
 				AND memory_empty_since <= now() FROM rl_stats_info}),
 		"memory_empty_since is the restart ($what)");
+	# at the restart itself, and with a clock that reads earlier (set
+	# back), a key is as empty as a second later
+	is(after_restart('-1 minute', "SELECT ok FROM rl_limit('m', 'never')"),
+		'f', "with a clock before $what, with empty, a key never used is refused");
+	is(after_restart('0', "SELECT ok FROM rl_limit('m', 'never')"),
+		'f', "right at $what, with empty, a key never used is refused");
 	is(after_restart('1 second', "SELECT ok FROM rl_limit('m', 'never')"),
-		'f', "a second after $what, with empty, a key never used is refused");
+		'f', "a second after $what, still refused");
 	is( after_restart(
 			'6 minutes', q{SELECT ok FROM rl_limit('m', 'never');
 				SELECT ok FROM rl_limit('m', 'never');}),
