@@ -34,7 +34,8 @@ CREATE TYPE rl_policy AS (
 	capacity float8,
 	max_reserved float8,
 	shards integer,
-	start timestamptz
+	start timestamptz,
+	storage text
 );
 COMMENT ON TYPE rl_policy IS
 	'a rate limit policy for inline use (routed: same as ratelimit''s rl_policy)';
@@ -116,14 +117,15 @@ $do$;
 -- Administration: on every partition, a row per partition.
 CREATE FUNCTION rl_define(name text, kind text, rate float8, period interval,
 	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
-	shards integer DEFAULT 1, start timestamptz DEFAULT NULL)
+	shards integer DEFAULT 1, start timestamptz DEFAULT NULL,
+	storage text DEFAULT 'table')
 RETURNS SETOF boolean LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
 	RUN ON ALL;
-	SELECT true AS rl_define FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start);
+	SELECT true AS rl_define FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start, storage);
 $$;
-COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) IS
-	'create or replace a named rate limit on every partition; a row per partition';
+COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) IS
+	'create or replace a named rate limit on every partition (storage ''table'' or ''memory'': each partition keeps its own keys'' state); a row per partition';
 
 CREATE FUNCTION rl_undefine(name text)
 RETURNS SETOF boolean LANGUAGE plproxy AS $$
@@ -145,27 +147,28 @@ COMMENT ON FUNCTION rl_gc(integer) IS
 -- Pure constructors: any partition computes the same value.
 CREATE FUNCTION rl_token_bucket(rate float8, period interval,
 	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
-	shards integer DEFAULT 1)
+	shards integer DEFAULT 1, storage text DEFAULT 'table')
 RETURNS rl_policy LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
 	RUN ON ANY;
 $$;
-COMMENT ON FUNCTION rl_token_bucket(float8, interval, float8, float8, integer) IS
+COMMENT ON FUNCTION rl_token_bucket(float8, interval, float8, float8, integer, text) IS
 	'an inline token bucket policy, checked by a partition';
 
 CREATE FUNCTION rl_fixed_window(rate float8, period interval,
 	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
-	shards integer DEFAULT 1, start timestamptz DEFAULT NULL)
+	shards integer DEFAULT 1, start timestamptz DEFAULT NULL,
+	storage text DEFAULT 'table')
 RETURNS rl_policy LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
 	RUN ON ANY;
 $$;
-COMMENT ON FUNCTION rl_fixed_window(float8, interval, float8, float8, integer, timestamptz) IS
+COMMENT ON FUNCTION rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) IS
 	'an inline fixed window policy, checked by a partition';
 
 -- As in the extension: applications consume, check and read; the
 -- administrative functions stay with the owner until granted.
-REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_gc(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_reset(text, text) FROM PUBLIC;

@@ -41,6 +41,19 @@ FROM (SELECT repeat(md5(key::text), 15) AS key, count(*) AS n FROM long_calls GR
 JOIN rate_limits s ON s.name = 'long' AND s.key = c.key AND s.shard = 0;
 SELECT 'long keys: updates that were not HOT (new index entries)',
        n_tup_upd - n_tup_hot_upd > 1000 FROM pg_stat_user_tables WHERE relname = 'rate_limits';
+-- the memory store's ledger, read at the pinned clock of its phase
+SET ratelimit.now_override = '2026-01-01T00:00:00Z';
+SELECT 'memory hot: committed grants = capacity', count(*) = 500 FROM mem_grants;
+SELECT 'memory hot: state holds no tokens', value = 0 FROM rl_value('mhot', 'k');
+SELECT 'memory many: committed grants + state = 3, grants <= 3, for every key',
+       bool_and(c.granted + v.value = 3 AND c.granted <= 3) AND count(*) = 200
+FROM (SELECT key, count(*) FILTER (WHERE ok) AS granted FROM mem_calls GROUP BY key) AS c,
+     LATERAL rl_value('mmany', c.key) AS v;
+SELECT 'memory many: most keys drained', count(*) FILTER (WHERE v.value = 0) > 150
+FROM (SELECT DISTINCT key FROM mem_calls) AS c, LATERAL rl_value('mmany', c.key) AS v;
+SELECT 'memory: granted calls rolled back, their tokens returned', last_value > 100
+FROM mem_rolled_back;
+RESET ratelimit.now_override;
 -- bt_index_check raises an error on any corruption, which stops the script
 SELECT 'amcheck: btree with heapallindexed', true FROM (SELECT bt_index_check('rate_limits_pkey', true)) AS c;
 SELECT 'amcheck: heap reports nothing', count(*) = 0 FROM verify_heapam('rate_limits');

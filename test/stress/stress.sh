@@ -16,8 +16,13 @@
 # transaction (no deadlock); then, with fillfactor 100 and a
 # snapshot held open, 8 sessions call 200 keys of 480 bytes, so that most
 # updates are not HOT and need new index entries, and every key must hold
-# exactly capacity minus its calls.  amcheck then checks the state table
-# and its index.
+# exactly capacity minus its calls; then, in the memory store, 16
+# sessions call a key of capacity 500 and 200 keys of capacity 3 under a
+# pinned clock, a quarter of them rolling back and a quarter rolling back
+# to a savepoint, and the committed grants must be exactly 500 on the one
+# key and, on every key, its capacity less what its state holds (never
+# more than the capacity), the rolled-back grants having returned their
+# tokens.  amcheck then checks the state table and its index.
 source "$(dirname "$0")/../lib.sh"
 rl_choose_tmp
 here=$RL_REPO/test/stress
@@ -42,6 +47,11 @@ SELECT rl_define('m4', 'token bucket', 1, '1 year', capacity => 40, shards => 4)
 SELECT rl_define('s8', 'token bucket', 1000000000, '1 hour', shards => 8);
 SELECT rl_define('long', 'token bucket', 1000, '1 day', capacity => 1000000);
 CREATE TABLE long_calls (key int);
+SELECT rl_define('mhot', 'token bucket', 1, '1 year', capacity => 500, storage => 'memory');
+SELECT rl_define('mmany', 'token bucket', 3, '1 minute', storage => 'memory');
+CREATE TABLE mem_grants (n int);
+CREATE TABLE mem_calls (key text, ok boolean);
+CREATE SEQUENCE mem_rolled_back;
 SQL
 
 "$RL_BIN/pgbench" -n -c 16 -j 2 -t 100 -f "$here/hot.sql" "$db" >/dev/null
@@ -93,6 +103,12 @@ sleep 0.5
 PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
 	"$RL_BIN/pgbench" -n -c 8 -j 2 -t 300 -f "$here/long.sql" "$db" >/dev/null
 wait "$holder"
+# the memory store: takes seen by every session at once, final at commit,
+# returned by a rollback or a rollback to a savepoint
+PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
+	"$RL_BIN/pgbench" -n -c 16 -j 2 -t 150 -f "$here/mem_hot.sql" "$db" >/dev/null
+PGOPTIONS="-c ratelimit.now_override=2026-01-01T00:00:00Z" \
+	"$RL_BIN/pgbench" -n -c 16 -j 2 -t 400 -f "$here/mem_many.sql" "$db" >/dev/null
 
 "$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/check.sql" | sed '/^$/d' >"$RL_TMP/stress.out"
 "$RL_BIN/dropdb" "$db"
@@ -100,4 +116,4 @@ if ! diff -u "$here/check.expected" "$RL_TMP/stress.out"; then
 	rl_log "stress: FAILED"
 	exit 1
 fi
-rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact, unsharded and on two shards; sharded calls, refunds and rl_gc mixed without a deadlock; one sharded key twice per transaction without a deadlock, on both paths; 2,400 non-HOT calls on long keys exact; amcheck clean"
+rl_log "stress: 1,600 calls on one key granted exactly 500; 6,400 calls on 1,000 keys exact; 16 sessions racing on each new key exact, unsharded and on two shards; sharded calls, refunds and rl_gc mixed without a deadlock; one sharded key twice per transaction without a deadlock, on both paths; 2,400 non-HOT calls on long keys exact; memory store: committed grants exact through rollbacks and savepoints, on one key and 200; amcheck clean"

@@ -24,8 +24,10 @@ for my $i (0 .. $nparts - 1)
 	my $node = PostgreSQL::Test::Cluster->new("part$i");
 	$node->init;
 	# a pinned clock: no token flows back while the test counts
-	$node->append_conf('postgresql.conf',
-		"ratelimit.now_override = '2026-01-01 00:00:00+00'");
+	$node->append_conf('postgresql.conf', q{
+ratelimit.now_override = '2026-01-01 00:00:00+00'
+shared_preload_libraries = 'ratelimit'
+});
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ratelimit');
 	push @parts, $node;
@@ -100,6 +102,28 @@ is($proxy->safe_psql('postgres', q{SELECT value FROM rl_value('api', 'rollback')
 is($proxy->safe_psql('postgres', q{
 	SELECT (rl_limit('inline', NULL, 2, config => rl_fixed_window(3, '1 hour'))).remaining}),
 	'1', 'an inline policy and the NULL key work through the router');
+
+# Memory limits route too: named, and inline (the policy's every column
+# goes through), each key's state on its partition.
+is($proxy->safe_psql('postgres', q{
+	SELECT count(*) FROM rl_define('mem', 'token bucket', 2, '1 day', storage => 'memory')}),
+	$nparts, 'a memory limit is defined on every partition');
+is($proxy->safe_psql('postgres', q{
+	SELECT ok FROM rl_limit('mem', 'k');
+	SELECT ok FROM rl_limit('mem', 'k');
+	SELECT ok FROM rl_limit('mem', 'k');}),
+	"t\nt\nf", 'a memory limit through the router: its capacity exactly');
+is($proxy->safe_psql('postgres', q{
+	SELECT (rl_limit('inline_mem', 'k', 2,
+		config => rl_token_bucket(3, '1 hour', storage => 'memory'))).remaining}),
+	'1', 'an inline memory policy works through the router');
+my $home = $proxy->safe_psql('postgres',
+	"SELECT rl_route('mem', 'k') & ($nparts - 1)");
+is( join(' ',
+		map { $_->safe_psql('postgres', 'SELECT memory_keys FROM rl_stats_info') }
+		  @parts),
+	join(' ', map { $_ == $home ? 2 : 0 } 0 .. $nparts - 1),
+	'the memory state of key k is on its partition only');
 
 # Fail closed: stop a partition; its keys' calls fail, the rest go on.
 my $victim = 2;

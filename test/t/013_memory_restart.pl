@@ -1,0 +1,168 @@
+# The memory store across restarts: a clean shutdown (fast, and immediate,
+# with a transaction left open) keeps what was consumed, exactly; a crash
+# (a backend killed, so the postmaster reinitialises shared memory, or the
+# postmaster itself killed) starts every key full with
+# ratelimit.memory_after_crash = 'full', and with 'empty' starts every key
+# emptied at the restart, refilling from there.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('mem_restart');
+$node->init;
+# a clock pinned past the real one (the state file keeps what a shutdown
+# cut off as taken at the later of the two)
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'ratelimit'
+restart_after_crash = on
+ratelimit.now_override = '2030-01-01 00:00:00+00'
+});
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION ratelimit;
+	SELECT rl_define('m', 'token bucket', 10, '1 hour', storage => 'memory');
+});
+
+my $state_file = $node->data_dir . '/pg_stat/ratelimit_memory.state';
+my $running_file = $node->data_dir . '/pg_stat/ratelimit_memory.running';
+my $info = q{SELECT memory_storage || ' ' || memory_keys || ' '
+	|| coalesce(memory_empty_since::text, 'full') FROM rl_stats_info};
+
+sub value
+{
+	my ($key) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT value FROM rl_value('m', '$key')");
+}
+
+# Kill a backend: the postmaster kills the others and reinitialises shared
+# memory, as after any crash.
+sub crash_backend
+{
+	my $victim = $node->background_psql('postgres');
+	my $pid = $victim->query_safe('SELECT pg_backend_pid()');
+	my $log_offset = -s $node->logfile;
+	kill 'KILL', $pid;
+	$victim->{run}->kill_kill;
+	$node->poll_query_until('postgres', 'SELECT true')
+	  or die 'the server did not come back after the crash';
+	like(slurp_file($node->logfile, $log_offset),
+		qr/all server processes terminated; reinitializing/,
+		'the postmaster reinitialised shared memory');
+}
+
+# Kill the postmaster, then start again once its children are gone.
+sub crash_postmaster
+{
+	$node->kill9;
+	# the children notice and exit; until then the old shared memory is in
+	# use and a start fails (leaving the stale pid behind)
+	for my $try (1 .. 60)
+	{
+		$node->{_pid} = undef;
+		last if $node->start(fail_ok => 1);
+		sleep 1;
+	}
+	ok(-e $running_file, 'the marker of a running server is there again');
+}
+
+# A clean restart, fast shutdown
+$node->safe_psql('postgres', q{
+	SELECT rl_limit('m', 'drained', 10);
+	SELECT rl_limit('m', 'part', 4);
+});
+ok(-e $running_file, 'a running server has its marker file');
+$node->stop('fast');
+ok(-e $state_file, 'a fast shutdown writes the state file');
+ok(!-e $running_file, 'and removes the marker');
+$node->start;
+ok(!-e $state_file, 'the state file is removed once read');
+is($node->safe_psql('postgres', "SELECT ok FROM rl_limit('m', 'drained')"),
+	'f', 'after a fast shutdown a drained key stays drained');
+is(value('part'), '6', 'after a fast shutdown a key keeps its exact value');
+is($node->safe_psql('postgres', $info), 'shared memory 2 full',
+	'two keys restored, not after a crash');
+
+# An immediate shutdown with a transaction open: it exits normally and
+# writes the state, the open transaction's take counted as taken
+$node->safe_psql('postgres', "SELECT rl_limit('m', 'part')");
+my $open = $node->background_psql('postgres');
+$open->query_safe('BEGIN');
+$open->query_safe("SELECT rl_limit('m', 'open', 3)");
+$node->stop('immediate');
+$open->{run}->kill_kill;
+ok(-e $state_file, 'an immediate shutdown writes the state file');
+$node->start;
+is(value('part'), '5', 'after an immediate shutdown a key keeps its exact value');
+is(value('drained'), '0', 'after an immediate shutdown a drained key stays drained');
+is(value('open'), '7',
+	'an open transaction\'s take counts as taken after an immediate shutdown');
+
+# Crashes, memory_after_crash = 'full': every key starts full
+crash_backend();
+is(value('drained') . ' ' . value('part') . ' ' . value('open'), '10 10 10',
+	'after a backend crash, with full, every key is full');
+is($node->safe_psql('postgres', $info), 'shared memory 0 full',
+	'no keys after a backend crash, memory_empty_since not set');
+
+$node->safe_psql('postgres', "SELECT rl_limit('m', 'drained', 10)");
+crash_postmaster();
+ok(!-e $state_file, 'no state file after the postmaster was killed');
+is(value('drained'), '10',
+	'after the postmaster was killed, with full, a drained key is full');
+is($node->safe_psql('postgres', $info), 'shared memory 0 full',
+	'no keys after the postmaster was killed, memory_empty_since not set');
+
+# Crashes, memory_after_crash = 'empty': every key without an entry counts
+# as emptied at the restart and refills from there (10 an hour: one token
+# every 6 minutes)
+$node->append_conf('postgresql.conf', "ratelimit.memory_after_crash = 'empty'");
+$node->reload;
+
+# The calls of one session at `offset` past the restart.
+sub after_restart
+{
+	my ($offset, $sql) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT set_config('ratelimit.now_override',
+			(memory_empty_since + interval '$offset')::text, false)
+		FROM rl_stats_info \\gset
+		$sql});
+}
+
+for my $crash ([ 'a backend crash', \&crash_backend ],
+	[ 'the postmaster killed', \&crash_postmaster ])
+{
+	my ($what, $how) = @$crash;
+	# a key drained before the crash, and one never used
+	$node->safe_psql('postgres', "SELECT rl_limit('m', 'drained', 10)");
+	$how->();
+	like($node->safe_psql('postgres', $info),
+		qr/^shared memory 0 \d{4}-\d\d-\d\d /,
+		"after $what, with empty, memory_empty_since is set");
+	ok( $node->safe_psql('postgres',
+			q{SELECT memory_empty_since > now() - interval '1 minute'
+				AND memory_empty_since <= now() FROM rl_stats_info}),
+		"memory_empty_since is the restart ($what)");
+	# at the restart itself, and with a clock that reads earlier (set
+	# back), a key is as empty as a second later
+	is(after_restart('-1 minute', "SELECT ok FROM rl_limit('m', 'never')"),
+		'f', "with a clock before $what, with empty, a key never used is refused");
+	is(after_restart('0', "SELECT ok FROM rl_limit('m', 'never')"),
+		'f', "right at $what, with empty, a key never used is refused");
+	is(after_restart('1 second', "SELECT ok FROM rl_limit('m', 'never')"),
+		'f', "a second after $what, still refused");
+	is( after_restart(
+			'6 minutes', q{SELECT ok FROM rl_limit('m', 'never');
+				SELECT ok FROM rl_limit('m', 'never');}),
+		"t\nf",
+		"6 minutes after $what, exactly one token has refilled");
+	is(after_restart('1 hour', "SELECT ok, remaining FROM rl_limit('m', 'drained', 10)"),
+		't|0', "an hour after $what, with empty, a key is full again");
+}
+
+$node->stop;
+done_testing();

@@ -1,0 +1,98 @@
+# The memory store full: with ratelimit.memory_max_keys = 128 (the
+# minimum) and 128 keys none of which is idle, a call on a new key raises
+# 53400 and counts in rl_stats_info.memory_full_errors, never dropping live
+# state, while the existing keys go on working; once keys have refilled
+# completely they are dropped to make room, but never one a transaction
+# still holds.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $t0 = "SET ratelimit.now_override = '2030-01-01 00:00:00+00';";
+my $t1 = "SET ratelimit.now_override = '2030-01-01 01:00:00+00';";
+my $info = q{SELECT memory_keys || '/' || memory_max_keys || ' errors '
+	|| memory_full_errors FROM rl_stats_info};
+
+my $node = PostgreSQL::Test::Cluster->new('mem_full');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'ratelimit'
+ratelimit.memory_max_keys = 128
+});
+$node->start;
+# 2 an hour, capacity 2: a key that took 1 refills completely in 30
+# minutes, one drained in an hour
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION ratelimit;
+	SELECT rl_define('f', 'token bucket', 2, '1 hour', storage => 'memory');
+});
+
+# A call expected to fail: its SQLSTATE and message.
+sub error_of
+{
+	my ($sql) = @_;
+	my ($ret, $out, $err) =
+	  $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	return $err =~ /ERROR:  (\w{5}): ([^\n]*)/ ? "$1 $2" : "no error: $out";
+}
+
+# one key held by a transaction left open, 127 committed, none idle
+my $open = $node->background_psql('postgres');
+$open->query_safe($t0);
+$open->query_safe('BEGIN');
+$open->query_safe("SELECT rl_limit('f', 'held')");
+is( $node->safe_psql('postgres',
+		"$t0 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 127) AS i,"
+		  . " rl_limit('f', i)"),
+	'127', '127 new keys granted');
+is($node->safe_psql('postgres', $info), '128/128 errors 0',
+	'the store holds 128 keys');
+
+is(error_of("$t0 SELECT rl_limit('f', 'new')"),
+	'53400 the ratelimit memory store is full',
+	'a new key in a store full of keys not idle raises 53400');
+is($node->safe_psql('postgres', $info), '128/128 errors 1',
+	'memory_full_errors counts it, and no key was dropped');
+is($node->safe_psql('postgres', "$t0 SELECT ok, remaining FROM rl_limit('f', 1)"),
+	't|0', 'an existing key still works: its state is intact');
+is($node->safe_psql('postgres', "$t0 SELECT ok FROM rl_limit('f', 1)"),
+	'f', 'and is refused once drained');
+is($node->safe_psql('postgres', "$t0 SELECT ok, remaining FROM rl_check('f', 'new')"),
+	't|1', 'rl_check on a new key needs no entry');
+is(error_of("$t0 SELECT rl_limit('f', 'new')"),
+	'53400 the ratelimit memory store is full',
+	'a new key still raises 53400');
+is($node->safe_psql('postgres', $info), '128/128 errors 2',
+	'memory_full_errors counts every such call');
+
+# an hour later every committed key has refilled completely: idle, and
+# dropped when room is needed; the held one is not
+is($node->safe_psql('postgres', "$t1 SELECT ok, remaining FROM rl_limit('f', 'new')"),
+	't|1', 'once keys have refilled a new key is granted');
+is( $node->safe_psql('postgres',
+		"$t1 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 126) AS i,"
+		  . " rl_limit('f', 'b' || i)"),
+	'126', '126 more new keys granted');
+is($node->safe_psql('postgres', $info), '128/128 errors 2',
+	'the idle keys were dropped: the held key, new and 126 more');
+is(error_of("$t1 SELECT rl_limit('f', 'b127')"),
+	'53400 the ratelimit memory store is full',
+	'a key an open transaction holds is never dropped, however long ago it refilled');
+is($open->query_safe("SELECT ok, remaining FROM rl_limit('f', 'held')"),
+	't|0', 'the open transaction still has its key');
+
+# the open transaction rolls back: its key is full, hence idle
+$open->query_safe('ROLLBACK');
+$open->quit;
+is($node->safe_psql('postgres', "$t1 SELECT ok FROM rl_limit('f', 'b127')"),
+	't', 'once the transaction has rolled back its key is dropped for a new one');
+is($node->safe_psql('postgres', "$t1 SELECT ok, remaining FROM rl_limit('f', 'new')"),
+	't|0', 'the keys of live state are all still there');
+is($node->safe_psql('postgres', $info), '128/128 errors 3',
+	'128 keys, three errors in all');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,91 @@
+# The memory store on a server that does not preload ratelimit: on 17 and
+# later it lives in the DSM registry (nothing saved, so a restart starts
+# every key full); on 15 and 16 a memory limit raises 55000, naming
+# shared_preload_libraries, and table limits work as ever.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $clock = "SET ratelimit.now_override = '2030-01-01 00:00:00+00';";
+
+my $node = PostgreSQL::Test::Cluster->new('mem_plain');
+$node->init;
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION ratelimit;
+	SELECT rl_define('t', 'token bucket', 1, '1 hour', capacity => 3);
+});
+
+# A statement's SQLSTATE, message and hint, or its output.
+sub outcome
+{
+	my ($sql) = @_;
+	my ($ret, $out, $err) =
+	  $node->psql('postgres', "\\set VERBOSITY verbose\n$clock $sql");
+	return "ok: $out" if $ret == 0;
+	my ($code, $msg) = $err =~ /ERROR:  (\w{5}): ([^\n]*)/;
+	my ($hint) = $err =~ /HINT:  ([^\n]*)/;
+	return join(' | ', $code // '?', $msg // $err, $hint // 'no hint');
+}
+
+my @calls = (
+	[ 'a named memory limit', q{SELECT ok FROM rl_limit('m', 'k')} ],
+	[ 'an inline memory config',
+		q{SELECT ok FROM rl_limit('inl', 'k',
+			config => rl_token_bucket(1, '1 hour', capacity => 3, storage => 'memory'))} ],
+	[ 'rl_check on a memory limit', q{SELECT ok FROM rl_check('m', 'k')} ],
+	[ 'rl_value on a memory limit', q{SELECT value FROM rl_value('m', 'k')} ],);
+
+if ($node->pg_version >= 17)
+{
+	is( outcome(q{SELECT rl_define('m', 'token bucket', 1, '1 hour',
+			capacity => 3, storage => 'memory')}),
+		'ok: ', 'not preloaded, 17+: a memory limit can be defined');
+	is($node->safe_psql('postgres',
+			"$clock SELECT memory_storage FROM rl_stats_info"),
+		'dsm registry', 'not preloaded, 17+: the store is in the DSM registry');
+	is( join(' ',
+			map { $node->safe_psql('postgres', "$clock SELECT ok FROM rl_limit('m', 'k')") }
+			  1 .. 4),
+		't t t f', 'capacity 3: three grants in three sessions, then a refusal');
+	is($node->safe_psql('postgres', "$clock
+			BEGIN READ ONLY;
+			SELECT ok, remaining FROM rl_limit('inl', 'k',
+				config => rl_token_bucket(1, '1 hour', capacity => 3, storage => 'memory'));
+			COMMIT;"),
+		't|2', 'an inline memory config, in a READ ONLY transaction');
+	is($node->safe_psql('postgres',
+			"$clock SELECT memory_keys || ' ' || (memory_empty_since IS NULL) FROM rl_stats_info"),
+		'2 true', 'two keys; full after a restart (the default), so no memory_empty_since');
+	$node->restart;
+	is($node->safe_psql('postgres', "$clock SELECT ok, remaining FROM rl_limit('m', 'k')"),
+		't|2', 'not preloaded, 17+: nothing is saved, the key is full after a restart');
+}
+else
+{
+	my $unavailable = '55000 | the ratelimit memory store is not available'
+	  . ' | Add ratelimit to shared_preload_libraries and restart the server.';
+	# rl_define accepts the definition; what uses the store fails
+	$node->safe_psql('postgres', q{
+		SELECT rl_define('m', 'token bucket', 1, '1 hour', capacity => 3,
+			storage => 'memory');
+	});
+	for my $c (@calls)
+	{
+		my ($what, $sql) = @$c;
+		is(outcome($sql), $unavailable,
+			"not preloaded, 15 and 16: $what raises 55000 naming the setting");
+	}
+	is($node->safe_psql('postgres',
+			"$clock SELECT memory_storage FROM rl_stats_info"),
+		'unavailable', 'not preloaded, 15 and 16: rl_stats_info says unavailable');
+}
+
+is($node->safe_psql('postgres', "$clock SELECT ok, remaining FROM rl_limit('t', 'k')"),
+	't|2', 'not preloaded: a table limit works as ever');
+
+$node->stop;
+done_testing();
