@@ -629,6 +629,8 @@ rl_define(PG_FUNCTION_ARGS)
 				 errhint("Define a concurrency limit with rl_define_concurrency().")));
 	rl_policy_fill_defaults(values, nulls);
 	rl_policy_from_values(values, nulls, &policy);
+	if (policy.store == RL_STORE_MEMORY)
+		rl_memory_require();
 
 	rl_storage_begin_writing(cache->nspid, "rl_define()");
 	put_definition(name, values, nulls);

@@ -1302,6 +1302,17 @@ memory_release_callback(ResourceReleasePhase phase, bool isCommit,
 	clear_changes();
 }
 
+/*
+ * Raise the error of an unavailable store (15 and 16 not preloaded) when
+ * this server has none, without making it: for rl_define.
+ */
+void
+rl_memory_require(void)
+{
+	if (storage == MEM_NONE)
+		(void) store();
+}
+
 /* Attach the store (an error when it is unavailable). */
 void
 rl_memory_attach(void)

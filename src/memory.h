@@ -66,6 +66,7 @@ typedef struct RlMemoryName
 
 extern bool rl_memory_available(void);
 extern void rl_memory_attach(void);
+extern void rl_memory_require(void);
 extern uint64 rl_memory_gc(Oid space, const RlMemoryName *names, int nnames,
 						   uint64 epoch, TimestampTz now, uint64 max);
 
