@@ -150,11 +150,11 @@ redis-benchmark -s "$sock" -c 8 -n 100000 -r 10000 -q "${redis_call[@]}" >/dev/n
 
 # tps of one pgbench run: pgbench_tps FILE CLIENTS [pgbench args]
 pgbench_tps() {
-	local file=$1 clients=$2
+	local file=$1 clients=$2 out
 	shift 2
-	"$RL_BIN/pgbench" -n -M prepared -c "$clients" -j 2 -T "$seconds" \
-		-f "$here/$file" "$@" postgres 2>/dev/null |
-		sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+	out=$("$RL_BIN/pgbench" -n -M prepared -c "$clients" -j 2 -T "$seconds" \
+		-f "$here/$file" "$@" postgres 2>&1) || rl_die "pgbench $file failed: $out"
+	printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
 }
 # requests per second of one redis-benchmark run of about $seconds seconds
 redis_n=$((20000 * seconds))
@@ -200,6 +200,9 @@ for ((round = 0; round < rounds; round++)); do
 		esac
 	done
 done
+# redis-benchmark counts error replies as requests: there must be none
+redis_errors=$(redis-cli -s "$sock" INFO stats | tr -d '\r' | sed -n 's/^total_error_replies://p')
+[ "${redis_errors:-1}" = 0 ] || rl_die "Redis answered $redis_errors calls with an error"
 mem=$(med mem) tab=$(med tab) sel1=$(med sel1) redis=$(med redis)
 mhot16=$(med mhot16) mkeys16=$(med mkeys16)
 
