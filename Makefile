@@ -6,6 +6,8 @@
 #               host's directly, the others in Debian roots, as root);
 #               make test PG=18 runs one major; non-zero on failure
 #   make bench  a throwaway cluster and the benchmarks, printed as one table
+#   make bench-memory  only its memory-store section: issue 25's targets
+#               (installs redis-tools for itself)
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
@@ -65,7 +67,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-external profile dist
+.PHONY: run stop test unit bench bench-memory bench-external profile dist
 run:
 	test/run-demo.sh
 
@@ -77,6 +79,9 @@ test:
 
 bench:
 	test/bench/run.sh
+
+bench-memory:
+	test/bench/memory.sh
 
 bench-external:
 	test/bench/external/run.sh

@@ -27,6 +27,9 @@
 #
 #   scale-out: through the PL/Proxy router (router.pl).
 #
+#   the memory store: memory.sh (also make bench-memory), its own clusters
+#   and its own table of issue 25's targets.
+#
 #   against rate-limiter-flexible and Redis, with fsync and
 #   synchronous_commit on: external/run.sh (also make bench-external).
 #
@@ -281,6 +284,11 @@ else
 		perl -I "$pgxs/src/test/perl" "$here/router.pl" 2>/dev/null | grep -v '^\(ok\|1\.\.\)')
 fi
 
+# The memory store: clusters of its own, and a table of its own targets.
+rl_stop_quietly
+memory_status=0
+RL_BENCH_INSTALLED=1 "$here/memory.sh" || memory_status=$?
+
 # Against rate-limiter-flexible and Redis: a cluster of its own, durable.
 # compare.js writes its figures at 8 clients to $figures (external/run.sh
 # says where); a file left by an earlier run is removed first, so that a
@@ -351,4 +359,8 @@ printf '%s\n' "(rlf: rate-limiter-flexible; the last five rows from the external
 if [ "$external_status" != 0 ]; then
 	rl_log "the external section failed (exit $external_status): see its error above"
 fi
+if [ "$memory_status" != 0 ]; then
+	rl_log "the memory-store section failed (exit $memory_status): see its error above"
+fi
+[ "$memory_status" = 0 ] || exit "$memory_status"
 exit "$external_status"

@@ -26,6 +26,9 @@ const ROUNDS = Number(process.env.RL_EXT_ROUNDS || 3);
 const CLIENTS = (process.env.RL_EXT_CLIENTS || '1 8 32').split(/\s+/).filter(Boolean).map(Number);
 const REDIS = Object.fromEntries((process.env.RL_EXT_REDIS || '').split(/\s+/).filter(Boolean)
   .map((s) => s.split('=')));
+// RL_EXT_SHAPES: the ids of the shapes to run (default all; make
+// bench-memory runs only "app")
+const SHAPES = (process.env.RL_EXT_SHAPES || '').split(/\s+/).filter(Boolean);
 const WARMUP_MS = 300;
 const KEYS = 100000;         // distinct keys of the limiter-alone and application shapes
 const REDIS_KEYS = 10000;    // distinct keys of the Redis section
@@ -83,6 +86,7 @@ async function setup() {
                     rl_define('ext_hot1', 'token bucket', 1e9, '1 second', shards => 1),
                     rl_define('ext_hot16', 'token bucket', 1e9, '1 second', shards => 16),
                     rl_define('ext_app', 'token bucket', 1e9, '1 second'),
+                    rl_define('ext_app_mem', 'token bucket', 1e9, '1 second', storage => 'memory'),
                     rl_define('ext_redis', 'token bucket', 1e9, '1 second'),
                     rl_define('ext_refused', 'token bucket', 1, '100 years'),
                     rl_define('ext_race', 'token bucket', ${RACE_TOKENS}, '100 years')`);
@@ -92,7 +96,7 @@ async function setup() {
                shard smallint NOT NULL, value float8 NOT NULL, ts timestamptz NOT NULL,
                PRIMARY KEY (name, key, shard)) WITH (fillfactor = 90)`);
   await sql(`INSERT INTO ext_bare SELECT 'ext_redis', k::text, 0, 1e9, now() FROM generate_series(1, ${REDIS_KEYS}) AS k`);
-  for (const t of ['rl_events_tx', 'rl_events_stmt', 'rlf_events']) {
+  for (const t of ['rl_events_tx', 'rl_events_stmt', 'rl_events_mem', 'redis_events', 'rlf_events']) {
     await sql(`CREATE TABLE ${t} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
                  key text NOT NULL, at timestamptz NOT NULL DEFAULT now(), body text NOT NULL)`);
   }
@@ -102,6 +106,7 @@ async function setup() {
   // on an existing key.
   await sql(`SELECT count(*) FROM generate_series(1, ${KEYS}) AS k WHERE (rl_limit('ext_keys', k)).ok`);
   await sql(`SELECT count(*) FROM generate_series(1, ${KEYS}) AS k WHERE (rl_limit('ext_app', k)).ok`);
+  await sql(`SELECT count(*) FROM generate_series(1, ${KEYS}) AS k WHERE (rl_limit('ext_app_mem', k)).ok`);
   await sql(`SELECT count(*) FROM generate_series(1, ${REDIS_KEYS}) AS k WHERE (rl_limit('ext_redis', k)).ok`);
   await sql("SELECT rl_limit('ext_hot1'), rl_limit('ext_hot16', NULL, 1) FROM generate_series(1, 200)");
   const expire = '(extract(epoch FROM now()) * 1000)::bigint + 86400000';
@@ -259,6 +264,38 @@ const appShapes = {
       close: () => pool.end(),
     };
   },
+  // the same statement on a memory limit (issue 25's application shape)
+  rl_mem_stmt: async (clients) => {
+    const pool = await pgPool(clients);
+    return {
+      table: 'rl_events_mem',
+      op: async () => {
+        const k = randomKey(KEYS);
+        const r = await pool.query({
+          name: 'app_mem_stmt',
+          text: "INSERT INTO rl_events_mem (key, body) SELECT $1, $2 WHERE (rl_limit('ext_app_mem', $1::text)).ok",
+          values: [k, body(k)],
+        });
+        return r.rowCount === 1;
+      },
+      close: () => pool.end(),
+    };
+  },
+  // a check in Redis (AOF everysec), then the INSERT in PostgreSQL
+  redis: async (clients) => {
+    const r = await redisBucket(REDIS.everysec, { rate: 1e9, capacity: 1e9, key: null })(clients);
+    const pool = await pgPool(clients);
+    return {
+      table: 'redis_events',
+      op: async (w) => {
+        const k = randomKey(KEYS);
+        const ok = await r.check(w, `ext_app:${k}`);
+        if (ok) await pool.query({ name: 'app_insert_redis', text: 'INSERT INTO redis_events (key, body) VALUES ($1, $2)', values: [k, body(k)] });
+        return ok;
+      },
+      close: async () => { await r.close(); await pool.end(); },
+    };
+  },
   // consume, then a separate INSERT: two statements, two commits
   rlf: async (clients) => {
     const s = await rlf(RLF.app)(clients);
@@ -280,26 +317,7 @@ const appShapes = {
 // server (TIME); a refused check writes nothing; an idle key expires once
 // it would be full again, and not before an hour (ARGV[4], in ms), so that
 // the keys of one run are still there in the next, as rows are.
-const LUA = `
-local rate = tonumber(ARGV[1])          -- tokens per second
-local capacity = tonumber(ARGV[2])
-local count = tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local s = redis.call('HMGET', KEYS[1], 'v', 't')
-local v = capacity
-if s[1] then
-  v = math.min(capacity, tonumber(s[1]) + math.max(0, now - tonumber(s[2])) * rate)
-end
-if v < count then
-  return {0, tostring(v)}
-end
-v = v - count
-redis.call('HSET', KEYS[1], 'v', string.format('%.17g', v), 't', string.format('%.17g', now))
-local ttl = math.min(1e12, math.max(tonumber(ARGV[4]), math.ceil((capacity - v) / rate * 1000)))
-redis.call('PEXPIRE', KEYS[1], string.format('%d', ttl))
-return {1, tostring(v)}
-`;
+const LUA = require('fs').readFileSync(require('path').join(__dirname, 'bucket.lua'), 'utf8');
 
 function redisBucket(socket, { rate, capacity, key }) {
   const { createClient } = require('redis');
@@ -318,6 +336,10 @@ function redisBucket(socket, { rate, capacity, key }) {
     return {
       op: async (w) => {
         const r = await conns[w].evalSha(sha, { keys: [key()], arguments: [String(rate), String(capacity), '1', '3600000'] });
+        return r[0] === 1;
+      },
+      check: async (w, k) => {
+        const r = await conns[w].evalSha(sha, { keys: [k], arguments: [String(rate), String(capacity), '1', '3600000'] });
         return r[0] === 1;
       },
       // every key once, concurrently (node-redis pipelines them)
@@ -411,6 +433,8 @@ const shapes = [
       ['rlf', 'rate-limiter-flexible consume; INSERT (baseline)', appShapes.rlf],
       ['rl_tx', 'BEGIN; rl_limit; INSERT; COMMIT', appShapes.rl_tx],
       ['rl_stmt', 'INSERT ... WHERE (rl_limit(...)).ok', appShapes.rl_stmt],
+      ['rl_mem_stmt', 'INSERT ... WHERE (rl_limit(memory limit)).ok', appShapes.rl_mem_stmt],
+      ...(REDIS.everysec ? [['redis', 'Redis Lua bucket (AOF everysec); INSERT', appShapes.redis]] : []),
     ],
   },
   {
@@ -498,11 +522,13 @@ async function main() {
   for (const m of Object.keys(REDIS)) {
     const r = await redisBucket(REDIS[m], { rate: 1e9, capacity: 1e9, key: null })(1);
     await r.touchAll(Array.from({ length: REDIS_KEYS }, (_, i) => `ext_redis:${i + 1}`));
+    if (m === 'everysec') await r.touchAll(Array.from({ length: KEYS }, (_, i) => `ext_app:${i + 1}`));
     await r.close();
   }
   await describeServer();
   const results = {};
-  const all = REDIS.everysec || REDIS.always || REDIS.none ? [...shapes, redisShape] : shapes;
+  const all = (REDIS.everysec || REDIS.always || REDIS.none ? [...shapes, redisShape] : shapes)
+    .filter((sh) => !SHAPES.length || SHAPES.includes(sh.id));
   for (const sh of all) {
     results[sh.id] = {};
     for (const [id] of sh.rows) results[sh.id][id] = {};
@@ -562,6 +588,8 @@ async function main() {
     ['alone', 'limiter alone: rl_limit / rate-limiter-flexible', ratio(at8('alone', 'rl'), at8('alone', 'rlf'))],
     ['hot16', 'hot key: rl_limit (16 shards) / rate-limiter-flexible', ratio(at8('hot', 'rl16'), at8('hot', 'rlf'))],
     ['app_stmt', 'application: INSERT ... WHERE rl_limit / consume + INSERT', ratio(at8('app', 'rl_stmt'), at8('app', 'rlf'))],
+    ['app_mem_redis', 'application: INSERT ... WHERE rl_limit (memory) / Redis everysec + INSERT',
+      ratio(at8('app', 'rl_mem_stmt'), at8('app', 'redis'))],
     ['app_tx', 'application: BEGIN; rl_limit; INSERT; COMMIT / consume + INSERT', ratio(at8('app', 'rl_tx'), at8('app', 'rlf'))],
     ['refused', 'refused hot key / granted hot key (rl_limit, 1 shard)', ratio(at8('refused', 'rl'), at8('hot', 'rl1'))],
     ['refused_wal', 'WAL bytes per refused rl_limit call', at8('refused', 'rl', (r) => r.logPerCall), 1],

@@ -23,6 +23,8 @@
 #   RL_EXT_SECONDS (default 1.5) seconds measured per run, after 0.3 s warm-up
 #   RL_EXT_ROUNDS (default 3)   interleaved rounds; each figure is the median
 #   RL_EXT_CLIENTS ("1 8 32")   concurrencies of the PostgreSQL shapes
+#   RL_EXT_SHAPES (default all)  the shapes run: alone hot app refused redis
+#   RL_EXT_FIGURES_FILE         where to write the figures (default below)
 #   RL_BENCH_INSTALLED=1        skip the build (make bench has just done it)
 #
 # compare.js also writes the figures it prints under "ratios at 8 clients"
@@ -108,6 +110,8 @@ ALTER SYSTEM SET max_wal_size = '8GB';
 -- WAL is counted cluster-wide: a vacuum would be charged to the run it
 -- lands in (the 0 bytes of a refused call among them)
 ALTER SYSTEM SET autovacuum = off;
+-- the application shape's memory limit holds 100,000 keys
+ALTER SYSTEM SET ratelimit.memory_max_keys = 200000;
 SQL
 rl_as_server "$RL_BIN/pg_ctl" -D "$RL_DATA" -l "$RL_LOGDIR/postgresql.log" -w restart >/dev/null
 redis_sockets=
@@ -118,6 +122,6 @@ done
 
 rl_log "external comparison: fsync = on, synchronous_commit = on; ${RL_EXT_ROUNDS:-3} rounds of ${RL_EXT_SECONDS:-1.5}s per run"
 printf '\nagainst rate-limiter-flexible and Redis, through node-postgres and node-redis\n'
-figures=$ext/figures-at-8.txt
+figures=${RL_EXT_FIGURES_FILE:-$ext/figures-at-8.txt}
 rm -f "$figures"
 RL_EXT_REDIS=$redis_sockets RL_EXT_FIGURES=$figures NODE_PATH=$ext/node_modules node "$here/compare.js"

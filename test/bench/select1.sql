@@ -1,0 +1,2 @@
+-- the floor: a prepared statement that reads and writes nothing
+SELECT 1;
