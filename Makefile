@@ -6,6 +6,8 @@
 #               host's directly, the others in Debian roots, as root);
 #               make test PG=18 runs one major; non-zero on failure
 #   make bench  a throwaway cluster and the benchmarks, printed as one table
+#   make bench-long  only its long-transaction section (a snapshot held in
+#               another session while the calls run; six minutes)
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
@@ -36,7 +38,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
-	concurrency stats new_keys inline_policies trigger_keys
+	concurrency stats new_keys inline_policies trigger_keys row_hints
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -47,7 +49,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	concurrency stats_waits concurrency_lowered refund_order \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
 	shards_both_busy shards_create_order shards_multixact lock_strength \
-	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine
+	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
+	row_hints
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -63,7 +66,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-external profile dist
+.PHONY: run stop test unit bench bench-long bench-external profile dist
 run:
 	test/run-demo.sh
 
@@ -75,6 +78,9 @@ test:
 
 bench:
 	test/bench/run.sh
+
+bench-long:
+	test/bench/long.sh
 
 bench-external:
 	test/bench/external/run.sh
