@@ -58,6 +58,41 @@ VACUUM rate_limits;
 SELECT ok, remaining FROM rl_check('rh', 'freed');
 SELECT ok, remaining FROM rl_limit('rh', 'freed');
 
+-- Hints to line pointers that are not a stored tuple any more, in the
+-- middle of the page (a row after them keeps the line pointer array as
+-- long): 'mid' is deleted by hand and vacuumed away (its line pointer is
+-- unused); 'hot' and 'root' are updated in place (HOT) by the SQL path,
+-- which moves no hint, and VACUUM prunes their chains, so that 'root''s
+-- hint names the chain's root, now a redirect, and 'hot''s a version in
+-- the middle of the chain, now unused.
+TRUNCATE rate_limits;
+CREATE TEMP TABLE hints (key text, at tid);
+SELECT ok, remaining FROM rl_limit('rh', 'mid', 10);
+SELECT ok, remaining FROM rl_limit('rh', 'root');
+SELECT ok, remaining FROM rl_limit('rh', 'hot');
+SELECT ok, remaining FROM rl_limit('rh', 'hot');
+INSERT INTO hints SELECT key, ctid FROM rate_limits;
+SET ratelimit.direct_access = off;
+SELECT ok, remaining FROM rl_limit('rh', 'root');
+SELECT ok, remaining FROM rl_limit('rh', 'root');
+SELECT ok, remaining FROM rl_limit('rh', 'hot');
+SELECT ok, remaining FROM rl_limit('rh', 'hot');
+RESET ratelimit.direct_access;
+DELETE FROM rate_limits WHERE key = 'mid';
+VACUUM rate_limits;
+-- no row at any hint (a TID scan sees through neither a redirect nor an
+-- unused line pointer), all of them before the last row
+SELECT h.key, r.ctid IS NULL AS no_row_there,
+	h.at < (SELECT max(ctid) FROM rate_limits) AS in_the_middle
+FROM hints h LEFT JOIN rate_limits r ON r.ctid = h.at ORDER BY h.key;
+SELECT ok, remaining FROM rl_check('rh', 'mid');
+SELECT ok, remaining FROM rl_check('rh', 'root');
+SELECT ok, remaining FROM rl_check('rh', 'hot');
+SELECT ok, remaining FROM rl_limit('rh', 'root');
+SELECT ok, remaining FROM rl_limit('rh', 'hot');
+SELECT ok, remaining FROM rl_limit('rh', 'mid');
+SELECT ok, remaining FROM rl_limit('rh', 'mid');
+
 -- A hint past the end of the table: 'tail' is emptied on the last of a few
 -- pages, those pages are emptied, and VACUUM truncates them (the file
 -- stays the same one).
@@ -112,7 +147,7 @@ UPDATE rate_limits SET key = 'new' WHERE key = 'old';
 SELECT ok, remaining FROM rl_limit('rh', 'old');
 SELECT ok, remaining FROM rl_limit('rh', 'new');
 
-DROP TABLE hint_at, tail_block;
+DROP TABLE hint_at, hints, tail_block;
 SELECT rl_undefine('rh');
 SELECT rl_undefine('rhf');
 TRUNCATE rate_limits;

@@ -419,27 +419,104 @@ typedef struct DirectRow
 } DirectRow;
 
 /*
+ * Follow the update chain from the version at *tid forward, as
+ * heap_get_latest_tid does, and leave in *tid the newest version snapshot
+ * sees; false when it sees none.  *tid is this backend's hint, never
+ * trusted, and so is every t_ctid the chain leads through: a link can lead
+ * past the end of the table (a rolled-back version VACUUM removed and
+ * truncated away, while the version pointing at it kept its link because
+ * no one had yet marked its updater aborted), to a line pointer past the
+ * page's last, or to one that is not a stored tuple (unused, dead, or a
+ * HOT redirect).  Each of these ends the walk before anything is read
+ * there; heap_get_latest_tid checks neither the first (it trusts its
+ * callers' TIDs and reads the block) nor, for the TID it is given, that it
+ * lies within the table.  The table cannot shrink under us: truncation
+ * takes an AccessExclusiveLock, and the caller holds RowExclusiveLock, so
+ * its size is read once.  After the first link the version must have been
+ * written by the previous one's updater (its xmin), as there: else the
+ * line pointer was freed and reused, and the chain is broken.
+ */
+static bool
+hint_follow(Relation rel, Snapshot snapshot, ItemPointer tid)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	ItemPointerData ctid = *tid;
+	TransactionId prior_xmax = InvalidTransactionId;
+	bool		found = false;
+
+	for (;;)
+	{
+		Buffer		buffer;
+		Page		page;
+		OffsetNumber offnum = ItemPointerGetOffsetNumberNoCheck(&ctid);
+		ItemId		lp;
+		HeapTupleData tp;
+		bool		last;
+
+		if (!ItemPointerIsValid(&ctid) ||
+			ItemPointerGetBlockNumberNoCheck(&ctid) >= nblocks)
+			break;
+		buffer = ReadBuffer(rel, ItemPointerGetBlockNumberNoCheck(&ctid));
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buffer);
+		if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
+		{
+			UnlockReleaseBuffer(buffer);
+			break;
+		}
+		lp = PageGetItemId(page, offnum);
+		if (!ItemIdIsNormal(lp))
+		{
+			UnlockReleaseBuffer(buffer);
+			break;
+		}
+		tp.t_self = ctid;
+		tp.t_tableOid = RelationGetRelid(rel);
+		tp.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+		tp.t_len = ItemIdGetLength(lp);
+		if (TransactionIdIsValid(prior_xmax) &&
+			!TransactionIdEquals(prior_xmax, HeapTupleHeaderGetXmin(tp.t_data)))
+		{
+			UnlockReleaseBuffer(buffer);
+			break;
+		}
+		if (HeapTupleSatisfiesVisibility(&tp, snapshot, buffer))
+		{
+			*tid = ctid;
+			found = true;
+		}
+		last = (tp.t_data->t_infomask & HEAP_XMAX_INVALID) ||
+			HeapTupleHeaderIsOnlyLocked(tp.t_data) ||
+			HeapTupleHeaderIndicatesMovedPartitions(tp.t_data) ||
+			ItemPointerEquals(&tp.t_self, &tp.t_data->t_ctid);
+		ctid = tp.t_data->t_ctid;
+		prior_xmax = HeapTupleHeaderGetUpdateXid(tp.t_data);
+		UnlockReleaseBuffer(buffer);
+		if (last)
+			break;
+	}
+	return found;
+}
+
+/*
  * Find the version of the row (name, key, shard) that d's snapshot sees
  * from this backend's hint, into d->slot; false, the slot empty, when the
  * hint cannot say, and the index must.
  *
- * The hint is checked to lie within the relation (a TID scan's
- * table_tuple_tid_valid, as currtid_byrelname checks a TID it is given),
- * then its update chain is followed forward to the newest version the
- * snapshot sees (table_tuple_get_latest_tid, which stops at a line pointer
- * out of range or not in use, and at a version whose xmin is not the
- * previous one's updater: a chain that led into a reused line pointer),
- * and that version is fetched with the snapshot.  It is accepted only if
- * the snapshot sees it and it holds (name, key, shard).  The primary key
- * lets an MVCC snapshot see at most one version of a (name, key, shard),
- * so a visible version that holds them is the one the index scan would
- * have returned; anything else (a hint pointing past the end, at a pruned
- * line pointer, at another row's version or into its chain, at a chain that
- * ends in a deleted version or one the snapshot does not see, such as a
- * version newer than a REPEATABLE READ snapshot) goes to the index scan,
- * which is exactly what ran before hints.  The page of the version found is
- * pruned first, if worth it, as an index fetch prunes each page it steps on,
- * so that HOT updates keep finding room when no horizon is held.
+ * The hint's update chain is followed forward to the newest version the
+ * snapshot sees (hint_follow, which checks every link before it reads
+ * there), and that version is fetched with the snapshot.  It is accepted
+ * only if the snapshot sees it and it holds (name, key, shard).  The
+ * primary key lets an MVCC snapshot see at most one version of a (name,
+ * key, shard), so a visible version that holds them is the one the index
+ * scan would have returned; anything else (a hint or a link past the end,
+ * at a pruned line pointer, at another row's version or into its chain, at
+ * a chain that ends in a deleted version or one the snapshot does not see,
+ * such as a version newer than a REPEATABLE READ snapshot) goes to the
+ * index scan, which is exactly what ran before hints.  The page of the
+ * version found is pruned first, if worth it, as an index fetch prunes each
+ * page it steps on, so that HOT updates keep finding room when no horizon
+ * is held.
  *
  * Not under SERIALIZABLE: the index scan takes the predicate locks SSI
  * needs, on the index page as well as on the version it returns, and a
@@ -449,20 +526,11 @@ static bool
 find_by_hint(DirectRow *d, text *name, text *key, int16 shard)
 {
 	ItemPointerData tid;
-	TableScanDesc scan;
-	bool		valid;
 	Buffer		buffer;
 	bool		found;
 
-	if (IsolationIsSerializable() || !hint_get(d->rel, d->hash, &tid))
-		return false;
-
-	scan = table_beginscan_tid(d->rel, d->snapshot);
-	valid = table_tuple_tid_valid(scan, &tid);
-	if (valid)
-		table_tuple_get_latest_tid(scan, &tid);
-	table_endscan(scan);
-	if (!valid)
+	if (IsolationIsSerializable() || !hint_get(d->rel, d->hash, &tid) ||
+		!hint_follow(d->rel, d->snapshot, &tid))
 		return false;
 
 	/* pruned with the only pin on it: no pointer into the page is held */
