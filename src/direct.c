@@ -419,38 +419,65 @@ typedef struct DirectRow
 } DirectRow;
 
 /*
- * Follow the update chain from the version at *tid forward, as
- * heap_get_latest_tid does, and leave in *tid the newest version snapshot
- * sees; false when it sees none.  *tid is this backend's hint, never
- * trusted, and so is every t_ctid the chain leads through: a link can lead
- * past the end of the table (a rolled-back version VACUUM removed and
- * truncated away, while the version pointing at it kept its link because
- * no one had yet marked its updater aborted), to a line pointer past the
- * page's last, or to one that is not a stored tuple (unused, dead, or a
- * HOT redirect).  Each of these ends the walk before anything is read
- * there; heap_get_latest_tid checks neither the first (it trusts its
- * callers' TIDs and reads the block) nor, for the TID it is given, that it
- * lies within the table.  The table cannot shrink under us: truncation
- * takes an AccessExclusiveLock, and the caller holds RowExclusiveLock, so
- * its size is read once.  After the first link the version must have been
- * written by the previous one's updater (its xmin), as there: else the
- * line pointer was freed and reused, and the chain is broken.
+ * The tuple at tid in buffer, which the caller has pinned and locked, into
+ * *tp; false when tid names no stored tuple there: an offset past the
+ * page's last line pointer, or a line pointer that is unused, dead or a
+ * HOT redirect.  A hint, and every link of an update chain, is checked so
+ * before anything is read there.
  */
 static bool
-hint_follow(Relation rel, Snapshot snapshot, ItemPointer tid)
+hint_tuple(Relation rel, Buffer buffer, ItemPointer tid, HeapTuple tp)
+{
+	Page		page = BufferGetPage(buffer);
+	OffsetNumber offnum = ItemPointerGetOffsetNumberNoCheck(tid);
+	ItemId		lp;
+
+	if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
+		return false;
+	lp = PageGetItemId(page, offnum);
+	if (!ItemIdIsNormal(lp))
+		return false;
+	tp->t_self = *tid;
+	tp->t_tableOid = RelationGetRelid(rel);
+	tp->t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	tp->t_len = ItemIdGetLength(lp);
+	return true;
+}
+
+/*
+ * Follow the update chain from the version at *tid forward, as
+ * heap_get_latest_tid does, to the newest version snapshot sees: its TID
+ * into *tid, and its page pinned (not locked) into *found; false, nothing
+ * pinned, when the snapshot sees none.
+ *
+ * *tid is this backend's hint, never trusted, and so is every t_ctid the
+ * chain leads through: a link can lead past the end of the table (a
+ * rolled-back version VACUUM removed and truncated away, while the version
+ * pointing at it kept its link because no one had yet marked its updater
+ * aborted; a REPEATABLE READ snapshot taken while the updater ran never
+ * does), past the page's last line pointer, or to one that is not a
+ * stored tuple.  Each ends the walk before anything is read there
+ * (heap_get_latest_tid reads a link's block unchecked).  The table cannot
+ * shrink under us: truncation takes an AccessExclusiveLock, and the caller
+ * holds RowExclusiveLock, so its size is read once.  After the first link
+ * the version must have been written by the previous one's updater (its
+ * xmin), as there: else the line pointer was freed and reused, and the
+ * chain is broken.
+ */
+static bool
+hint_follow(Relation rel, Snapshot snapshot, ItemPointer tid, Buffer *found)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	ItemPointerData ctid = *tid;
 	TransactionId prior_xmax = InvalidTransactionId;
-	bool		found = false;
 
+	*found = InvalidBuffer;
 	for (;;)
 	{
 		Buffer		buffer;
-		Page		page;
-		OffsetNumber offnum = ItemPointerGetOffsetNumberNoCheck(&ctid);
-		ItemId		lp;
 		HeapTupleData tp;
+		ItemPointerData next;
+		bool		visible;
 		bool		last;
 
 		if (!ItemPointerIsValid(&ctid) ||
@@ -458,44 +485,37 @@ hint_follow(Relation rel, Snapshot snapshot, ItemPointer tid)
 			break;
 		buffer = ReadBuffer(rel, ItemPointerGetBlockNumberNoCheck(&ctid));
 		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buffer);
-		if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
+		if (!hint_tuple(rel, buffer, &ctid, &tp) ||
+			(TransactionIdIsValid(prior_xmax) &&
+			 !TransactionIdEquals(prior_xmax, HeapTupleHeaderGetXmin(tp.t_data))))
 		{
 			UnlockReleaseBuffer(buffer);
 			break;
 		}
-		lp = PageGetItemId(page, offnum);
-		if (!ItemIdIsNormal(lp))
-		{
-			UnlockReleaseBuffer(buffer);
-			break;
-		}
-		tp.t_self = ctid;
-		tp.t_tableOid = RelationGetRelid(rel);
-		tp.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-		tp.t_len = ItemIdGetLength(lp);
-		if (TransactionIdIsValid(prior_xmax) &&
-			!TransactionIdEquals(prior_xmax, HeapTupleHeaderGetXmin(tp.t_data)))
-		{
-			UnlockReleaseBuffer(buffer);
-			break;
-		}
-		if (HeapTupleSatisfiesVisibility(&tp, snapshot, buffer))
-		{
-			*tid = ctid;
-			found = true;
-		}
+		visible = HeapTupleSatisfiesVisibility(&tp, snapshot, buffer);
+		/* read under the lock: an updater sets them under an exclusive one */
 		last = (tp.t_data->t_infomask & HEAP_XMAX_INVALID) ||
 			HeapTupleHeaderIsOnlyLocked(tp.t_data) ||
 			HeapTupleHeaderIndicatesMovedPartitions(tp.t_data) ||
 			ItemPointerEquals(&tp.t_self, &tp.t_data->t_ctid);
-		ctid = tp.t_data->t_ctid;
+		next = tp.t_data->t_ctid;
 		prior_xmax = HeapTupleHeaderGetUpdateXid(tp.t_data);
-		UnlockReleaseBuffer(buffer);
+		if (visible)
+		{
+			/* keep this page's pin, and only this one */
+			*tid = ctid;
+			if (BufferIsValid(*found))
+				ReleaseBuffer(*found);
+			*found = buffer;
+			LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+		}
+		else
+			UnlockReleaseBuffer(buffer);
+		ctid = next;
 		if (last)
 			break;
 	}
-	return found;
+	return BufferIsValid(*found);
 }
 
 /*
@@ -505,18 +525,19 @@ hint_follow(Relation rel, Snapshot snapshot, ItemPointer tid)
  *
  * The hint's update chain is followed forward to the newest version the
  * snapshot sees (hint_follow, which checks every link before it reads
- * there), and that version is fetched with the snapshot.  It is accepted
- * only if the snapshot sees it and it holds (name, key, shard).  The
- * primary key lets an MVCC snapshot see at most one version of a (name,
- * key, shard), so a visible version that holds them is the one the index
- * scan would have returned; anything else (a hint or a link past the end,
- * at a pruned line pointer, at another row's version or into its chain, at
- * a chain that ends in a deleted version or one the snapshot does not see,
- * such as a version newer than a REPEATABLE READ snapshot) goes to the
- * index scan, which is exactly what ran before hints.  The page of the
- * version found is pruned first, if worth it, as an index fetch prunes each
- * page it steps on, so that HOT updates keep finding room when no horizon
- * is held.
+ * there).  That version is accepted only if it holds (name, key, shard).
+ * The primary key lets an MVCC snapshot see at most one version of a
+ * (name, key, shard), so a visible version that holds them is the one the
+ * index scan would have returned; anything else (a hint or a link past the
+ * end, at a pruned line pointer, at another row's version or into its
+ * chain, at a chain that ends in a deleted version or one the snapshot
+ * does not see, such as a version newer than a REPEATABLE READ snapshot)
+ * goes to the index scan, which is exactly what ran before hints.  The page
+ * of the version found is pruned first, if worth it, as an index fetch
+ * prunes each page it steps on, so that HOT updates keep finding room when
+ * no horizon is held; pruning keeps every version a snapshot sees, and its
+ * line pointer, but may move the tuple within the page, so it is read
+ * again after.
  *
  * Not under SERIALIZABLE: the index scan takes the predicate locks SSI
  * needs, on the index page as well as on the version it returns, and a
@@ -527,20 +548,32 @@ find_by_hint(DirectRow *d, text *name, text *key, int16 shard)
 {
 	ItemPointerData tid;
 	Buffer		buffer;
+	HeapTupleData tp;
 	bool		found;
 
 	if (IsolationIsSerializable() || !hint_get(d->rel, d->hash, &tid) ||
-		!hint_follow(d->rel, d->snapshot, &tid))
+		!hint_follow(d->rel, d->snapshot, &tid, &buffer))
 		return false;
 
-	/* pruned with the only pin on it: no pointer into the page is held */
-	buffer = ReadBuffer(d->rel, ItemPointerGetBlockNumber(&tid));
+	/* pruned with our only pin on it: no pointer into the page is held */
 	compat_heap_page_prune_opt(d->rel, buffer);
-	found = table_tuple_fetch_row_version(d->rel, &tid, d->snapshot, d->slot) &&
-		slot_matches(d->slot, name, key, shard);
-	ReleaseBuffer(buffer);
-	if (!found)
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	found = hint_tuple(d->rel, buffer, &tid, &tp) &&
+		HeapTupleSatisfiesVisibility(&tp, d->snapshot, buffer);
+	if (found)
+	{
+		/* the slot keeps a pointer to its tuple: its own, as heap_fetch's */
+		BufferHeapTupleTableSlot *bslot = (BufferHeapTupleTableSlot *) d->slot;
+
+		bslot->base.tupdata = tp;
+		ExecStoreBufferHeapTuple(&bslot->base.tupdata, d->slot, buffer);
+	}
+	UnlockReleaseBuffer(buffer);
+	if (found && !slot_matches(d->slot, name, key, shard))
+	{
 		ExecClearTuple(d->slot);
+		found = false;
+	}
 	return found;
 }
 
