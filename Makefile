@@ -8,6 +8,8 @@
 #   make bench  a throwaway cluster and the benchmarks, printed as one table
 #   make bench-memory  only its memory-store section: issue 25's targets
 #               (installs redis-tools for itself)
+#   make bench-long  only its long-transaction section (a snapshot held in
+#               another session while the calls run; six minutes)
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
@@ -39,7 +41,8 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
-	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window
+	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window \
+	row_hints
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -51,7 +54,7 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
 	shards_both_busy shards_create_order shards_multixact lock_strength \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
-	memory_last_token memory_gc_undefined
+	memory_last_token memory_gc_undefined row_hints
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -67,7 +70,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-memory bench-external profile dist
+.PHONY: run stop test unit bench bench-memory bench-long bench-external profile dist
 run:
 	test/run-demo.sh
 
@@ -82,6 +85,8 @@ bench:
 
 bench-memory:
 	test/bench/memory.sh
+bench-long:
+	test/bench/long.sh
 
 bench-external:
 	test/bench/external/run.sh

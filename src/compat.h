@@ -25,6 +25,7 @@
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "executor/executor.h"
+#include "storage/bufmgr.h"
 #include "storage/lock.h"
 #include "utils/relcache.h"
 
@@ -98,6 +99,26 @@ compat_index_beginscan(Relation heap, Relation index, Snapshot snapshot,
 	return index_beginscan(heap, index, snapshot, NULL, nkeys, 0);
 #else
 	return index_beginscan(heap, index, snapshot, nkeys, 0);
+#endif
+}
+
+/*
+ * Prune a heap page the caller has pinned (and holds no pointer into), if
+ * it is worth it, as an index fetch does when it steps onto a page.  19
+ * added a visibility-map buffer (for a relation the statement only reads,
+ * which this is not) and that flag.
+ */
+static inline void
+compat_heap_page_prune_opt(Relation rel, Buffer buffer)
+{
+#if PG_VERSION_NUM >= 190000
+	Buffer		vmbuffer = InvalidBuffer;
+
+	heap_page_prune_opt(rel, buffer, &vmbuffer, false);
+	if (BufferIsValid(vmbuffer))
+		ReleaseBuffer(vmbuffer);
+#else
+	heap_page_prune_opt(rel, buffer);
 #endif
 }
 

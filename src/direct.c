@@ -19,7 +19,9 @@
  *   then reads with the transaction snapshot: a fresh one per call under
  *   READ COMMITTED, the transaction's under REPEATABLE READ and
  *   SERIALIZABLE.  The index scan and heap fetch take the same predicate
- *   locks a SELECT takes.
+ *   locks a SELECT takes.  Outside SERIALIZABLE, the lookup starts where
+ *   this backend last saw the row (a row hint, see find_by_hint), which
+ *   finds the same version without visiting every older one.
  * - The lock is SELECT ... FOR NO KEY UPDATE's, the one heap_update takes
  *   for a version whose key columns stay (rl_gc's, before a delete, is
  *   FOR UPDATE's): table_tuple_lock in LockTupleNoKeyExclusive mode
@@ -59,6 +61,7 @@
 #include "catalog/pg_opfamily_d.h"
 #include "catalog/pg_collation_d.h"
 #include "catalog/pg_type_d.h"
+#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -67,6 +70,7 @@
 #include "storage/lmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/snapmgr.h"
@@ -254,6 +258,113 @@ slot_matches(TupleTableSlot *slot, text *name, text *key, int16 shard)
 		text_matches(v_name, name) && text_matches(v_key, key);
 }
 
+/*
+ * Row hints: where this backend last saw the newest version of each row.
+ *
+ * While a transaction anywhere holds back the xmin horizon (pg_dump's
+ * snapshot, a long report, a standby's hot_standby_feedback), no version of
+ * an updated row can be removed, and the primary key leads to the oldest of
+ * them: an index scan steps through every version the horizon keeps before
+ * it reaches the one the snapshot sees, so a call's cost grows with the
+ * updates made since the horizon was taken.  An update chain leads the
+ * other way, from each version to the next, and the backend that last read
+ * or wrote a row knows where that version was.  So a lookup starts there
+ * and follows the chain forward (find_by_hint), and scans the index only
+ * when that finds nothing.
+ *
+ * A hint is a guess, never trusted: it is only where to start looking.  The
+ * table is keyed by a hash of (name, key, shard), so two rows can share an
+ * entry, and the line pointer it names may since have been pruned, reused
+ * by another row's version, or truncated away.  What find_by_hint accepts
+ * is checked in full (see there).
+ *
+ * The table holds the hints of one relation file: another state table (in
+ * another schema) or a rewritten one (VACUUM FULL, CLUSTER, TRUNCATE, an
+ * ALTER TABLE that rewrites) starts it afresh, and so does reaching its
+ * bound (ROW_HINTS_MAX rows, at most 512 kB).
+ */
+typedef struct RowHint
+{
+	uint64		hash;			/* of (name, key, shard): row_hash */
+	ItemPointerData tid;
+	char		status;			/* simplehash's */
+} RowHint;
+
+#define SH_PREFIX row_hints
+#define SH_ELEMENT_TYPE RowHint
+#define SH_KEY_TYPE uint64
+#define SH_KEY hash
+#define SH_HASH_KEY(tb, key) ((uint32) ((key) ^ ((key) >> 32)))
+#define SH_EQUAL(tb, a, b) ((a) == (b))
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+#define ROW_HINTS_MAX 16384
+
+static row_hints_hash *row_hints = NULL;
+static Oid	row_hints_relid = InvalidOid;
+static Oid	row_hints_file = InvalidOid;
+
+/* The hash of the row (name, key, shard): the hint table's key. */
+static uint64
+row_hash(text *name, text *key, int16 shard)
+{
+	uint64		h;
+
+	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(name),
+							VARSIZE_ANY_EXHDR(name), (uint16) shard);
+	return hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
+							   VARSIZE_ANY_EXHDR(key), h);
+}
+
+/* Whether the hint table holds rel's hints, as rel's file is now. */
+static bool
+row_hints_for(Relation rel)
+{
+	return row_hints != NULL &&
+		row_hints_relid == RelationGetRelid(rel) &&
+		row_hints_file == rel->rd_rel->relfilenode;
+}
+
+/* The hint for the row of rel with hash, if there is one. */
+static bool
+hint_get(Relation rel, uint64 hash, ItemPointer tid)
+{
+	RowHint    *hint;
+
+	if (!row_hints_for(rel))
+		return false;
+	hint = row_hints_lookup(row_hints, hash);
+	if (hint == NULL)
+		return false;
+	*tid = hint->tid;
+	return true;
+}
+
+/* Remember that the newest version of the row with hash is at tid. */
+static void
+hint_set(Relation rel, uint64 hash, ItemPointer tid)
+{
+	RowHint    *hint;
+	bool		found;
+
+	if (row_hints == NULL)
+		row_hints = row_hints_create(AllocSetContextCreate(TopMemoryContext,
+														   "ratelimit row hints",
+														   ALLOCSET_DEFAULT_SIZES),
+									 1024, NULL);
+	if (!row_hints_for(rel) || row_hints->members >= ROW_HINTS_MAX)
+	{
+		row_hints_reset(row_hints);
+		row_hints_relid = RelationGetRelid(rel);
+		row_hints_file = rel->rd_rel->relfilenode;
+	}
+	hint = row_hints_insert(row_hints, hash, &found);
+	hint->tid = *tid;
+}
+
 /* The two numbers of the row in slot. */
 static void
 slot_state(TupleTableSlot *slot, RlState *state, bool *complete)
@@ -304,15 +415,176 @@ typedef struct DirectRow
 	Relation	index;
 	Snapshot	snapshot;
 	TupleTableSlot *slot;
+	uint64		hash;			/* of (name, key, shard): row_hash */
 } DirectRow;
+
+/*
+ * The tuple at tid in buffer, which the caller has pinned and locked, into
+ * *tp; false when tid names no stored tuple there: an offset past the
+ * page's last line pointer, or a line pointer that is unused, dead or a
+ * HOT redirect.  A hint, and every link of an update chain, is checked so
+ * before anything is read there.
+ */
+static bool
+hint_tuple(Relation rel, Buffer buffer, ItemPointer tid, HeapTuple tp)
+{
+	Page		page = BufferGetPage(buffer);
+	OffsetNumber offnum = ItemPointerGetOffsetNumberNoCheck(tid);
+	ItemId		lp;
+
+	if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
+		return false;
+	lp = PageGetItemId(page, offnum);
+	if (!ItemIdIsNormal(lp))
+		return false;
+	tp->t_self = *tid;
+	tp->t_tableOid = RelationGetRelid(rel);
+	tp->t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	tp->t_len = ItemIdGetLength(lp);
+	return true;
+}
+
+/*
+ * Follow the update chain from the version at *tid forward, as
+ * heap_get_latest_tid does, to the newest version snapshot sees: its TID
+ * into *tid, and its page pinned (not locked) into *found; false, nothing
+ * pinned, when the snapshot sees none.
+ *
+ * *tid is this backend's hint, never trusted, and so is every t_ctid the
+ * chain leads through: a link can lead past the end of the table (a
+ * rolled-back version VACUUM removed and truncated away, while the version
+ * pointing at it kept its link because no one had yet marked its updater
+ * aborted; a REPEATABLE READ snapshot taken while the updater ran never
+ * does), past the page's last line pointer, or to one that is not a
+ * stored tuple.  Each ends the walk before anything is read there
+ * (heap_get_latest_tid reads a link's block unchecked).  The table cannot
+ * shrink under us: truncation takes an AccessExclusiveLock, and the caller
+ * holds RowExclusiveLock, so its size is read once.  After the first link
+ * the version must have been written by the previous one's updater (its
+ * xmin), as there: else the line pointer was freed and reused, and the
+ * chain is broken.
+ */
+static bool
+hint_follow(Relation rel, Snapshot snapshot, ItemPointer tid, Buffer *found)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	ItemPointerData ctid = *tid;
+	TransactionId prior_xmax = InvalidTransactionId;
+
+	*found = InvalidBuffer;
+	for (;;)
+	{
+		Buffer		buffer;
+		HeapTupleData tp;
+		ItemPointerData next;
+		bool		visible;
+		bool		last;
+
+		if (!ItemPointerIsValid(&ctid) ||
+			ItemPointerGetBlockNumberNoCheck(&ctid) >= nblocks)
+			break;
+		buffer = ReadBuffer(rel, ItemPointerGetBlockNumberNoCheck(&ctid));
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		if (!hint_tuple(rel, buffer, &ctid, &tp) ||
+			(TransactionIdIsValid(prior_xmax) &&
+			 !TransactionIdEquals(prior_xmax, HeapTupleHeaderGetXmin(tp.t_data))))
+		{
+			UnlockReleaseBuffer(buffer);
+			break;
+		}
+		visible = HeapTupleSatisfiesVisibility(&tp, snapshot, buffer);
+		/* read under the lock: an updater sets them under an exclusive one */
+		last = (tp.t_data->t_infomask & HEAP_XMAX_INVALID) ||
+			HeapTupleHeaderIsOnlyLocked(tp.t_data) ||
+			HeapTupleHeaderIndicatesMovedPartitions(tp.t_data) ||
+			ItemPointerEquals(&tp.t_self, &tp.t_data->t_ctid);
+		next = tp.t_data->t_ctid;
+		prior_xmax = HeapTupleHeaderGetUpdateXid(tp.t_data);
+		if (visible)
+		{
+			/* keep this page's pin, and only this one */
+			*tid = ctid;
+			if (BufferIsValid(*found))
+				ReleaseBuffer(*found);
+			*found = buffer;
+			LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+		}
+		else
+			UnlockReleaseBuffer(buffer);
+		ctid = next;
+		if (last)
+			break;
+	}
+	return BufferIsValid(*found);
+}
+
+/*
+ * Find the version of the row (name, key, shard) that d's snapshot sees
+ * from this backend's hint, into d->slot; false, the slot empty, when the
+ * hint cannot say, and the index must.
+ *
+ * The hint's update chain is followed forward to the newest version the
+ * snapshot sees (hint_follow, which checks every link before it reads
+ * there).  That version is accepted only if it holds (name, key, shard).
+ * The primary key lets an MVCC snapshot see at most one version of a
+ * (name, key, shard), so a visible version that holds them is the one the
+ * index scan would have returned; anything else (a hint or a link past the
+ * end, at a pruned line pointer, at another row's version or into its
+ * chain, at a chain that ends in a deleted version or one the snapshot
+ * does not see, such as a version newer than a REPEATABLE READ snapshot)
+ * goes to the index scan, which is exactly what ran before hints.  The page
+ * of the version found is pruned first, if worth it, as an index fetch
+ * prunes each page it steps on, so that HOT updates keep finding room when
+ * no horizon is held; pruning keeps every version a snapshot sees, and its
+ * line pointer, but may move the tuple within the page, so it is read
+ * again after.
+ *
+ * Not under SERIALIZABLE: the index scan takes the predicate locks SSI
+ * needs, on the index page as well as on the version it returns, and a
+ * lookup from the hint would take only the latter.
+ */
+static bool
+find_by_hint(DirectRow *d, text *name, text *key, int16 shard)
+{
+	ItemPointerData tid;
+	Buffer		buffer;
+	HeapTupleData tp;
+	bool		found;
+
+	if (IsolationIsSerializable() || !hint_get(d->rel, d->hash, &tid) ||
+		!hint_follow(d->rel, d->snapshot, &tid, &buffer))
+		return false;
+
+	/* pruned with our only pin on it: no pointer into the page is held */
+	compat_heap_page_prune_opt(d->rel, buffer);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	found = hint_tuple(d->rel, buffer, &tid, &tp) &&
+		HeapTupleSatisfiesVisibility(&tp, d->snapshot, buffer);
+	if (found)
+	{
+		/* the slot keeps a pointer to its tuple: its own, as heap_fetch's */
+		BufferHeapTupleTableSlot *bslot = (BufferHeapTupleTableSlot *) d->slot;
+
+		bslot->base.tupdata = tp;
+		ExecStoreBufferHeapTuple(&bslot->base.tupdata, d->slot, buffer);
+	}
+	UnlockReleaseBuffer(buffer);
+	if (found && !slot_matches(d->slot, name, key, shard))
+	{
+		ExecClearTuple(d->slot);
+		found = false;
+	}
+	return found;
+}
 
 /*
  * Open table relid for a call on (name, key, shard) and find the version
  * of the row the transaction snapshot sees, as a SELECT of that row would
- * (CommandCounterIncrement first, like each SPI statement).  Returns false
- * with nothing open when the direct path cannot serve the table; else
- * true, with *found saying whether the row was there.  direct_row_close
- * closes what it opened.
+ * (CommandCounterIncrement first, like each SPI statement): from this
+ * backend's hint when it leads there (find_by_hint), else through the
+ * primary key.  Returns false with nothing open when the direct path
+ * cannot serve the table; else true, with *found saying whether the row
+ * was there.  direct_row_close closes what it opened.
  */
 static bool
 direct_row_open(DirectRow *d, Oid relid, text *name, text *key, int16 shard,
@@ -340,10 +612,17 @@ direct_row_open(DirectRow *d, Oid relid, text *name, text *key, int16 shard,
 						   InvalidOid, F_INT2EQ, Int16GetDatum(shard));
 
 	d->slot = table_slot_create(d->rel, NULL);
-	scan = compat_index_beginscan(d->rel, d->index, d->snapshot, 3);
-	index_rescan(scan, keys, 3, NULL, 0);
-	*found = index_getnext_slot(scan, ForwardScanDirection, d->slot);
-	index_endscan(scan);
+	d->hash = row_hash(name, key, shard);
+	*found = find_by_hint(d, name, key, shard);
+	if (!*found)
+	{
+		scan = compat_index_beginscan(d->rel, d->index, d->snapshot, 3);
+		index_rescan(scan, keys, 3, NULL, 0);
+		*found = index_getnext_slot(scan, ForwardScanDirection, d->slot);
+		index_endscan(scan);
+	}
+	if (*found)
+		hint_set(d->rel, d->hash, &d->slot->tts_tid);
 	return true;
 }
 
@@ -416,6 +695,7 @@ rl_direct_lock(Oid relid, text *name, text *key, int16 shard, bool wait,
 			}
 			slot_state(d.slot, state, complete);
 			*tid = d.slot->tts_tid;
+			hint_set(d.rel, d.hash, tid);
 			status = RL_DIRECT_LOCKED;
 			break;
 		case TM_WouldBlock:
@@ -457,6 +737,18 @@ insert_index_entries(Relation rel, HeapTuple tuple, bool only_summarizing)
 	ExecDropSingleTupleTableSlot(slot);
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
+}
+
+/* The hash of the row a version of rel holds (row_hash). */
+static uint64
+tuple_hash(Relation rel, HeapTuple tuple)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		isnull;
+
+	return row_hash(DatumGetTextPP(heap_getattr(tuple, 1, desc, &isnull)),
+					DatumGetTextPP(heap_getattr(tuple, 2, desc, &isnull)),
+					DatumGetInt16(heap_getattr(tuple, 3, desc, &isnull)));
 }
 
 /* A copy of old with state in place of its two numbers. */
@@ -520,6 +812,7 @@ rl_direct_update(Oid relid, ItemPointer tid, const RlState *state)
 	ReleaseBuffer(buffer);
 
 	index_new_version(rel, new, compat_simple_heap_update(rel, tid, new));
+	hint_set(rel, tuple_hash(rel, new), &new->t_self);
 	heap_freetuple(new);
 	table_close(rel, NoLock);
 	return true;
@@ -675,7 +968,10 @@ rl_direct_consume(Oid relid, text *name, text *key, int16 shard,
 	tid = d.slot->tts_tid;
 	result = compat_heap_update(d.rel, &tid, new, true, &tmfd, &indexes);
 	if (result == TM_Ok)
+	{
 		index_new_version(d.rel, new, indexes);
+		hint_set(d.rel, d.hash, &new->t_self);
+	}
 	heap_freetuple(new);
 	direct_row_close(&d);
 	return result == TM_Ok ? RL_DIRECT_DONE : RL_DIRECT_CONTENDED;
@@ -855,6 +1151,7 @@ rl_direct_insert(Oid relid, text *name, text *key, int16 shard,
 		SpeculativeInsertionLockRelease(GetCurrentTransactionId());
 		if (!spec_conflict)
 		{
+			hint_set(rel, row_hash(name, key, shard), &slot->tts_tid);
 			status = RL_DIRECT_INSERTED;
 			break;
 		}

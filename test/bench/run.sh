@@ -25,6 +25,10 @@
 #   statistics: the per-call and end-to-end rows again with
 #   ratelimit.track_stats = off, in the same rounds, against on.
 #
+#   long transactions: calls while another session holds a REPEATABLE
+#   READ snapshot, against the same runs without (long.sh, also make
+#   bench-long): one hot key, 16 shards, 10,000 keys; the growth per call.
+#
 #   scale-out: through the PL/Proxy router (router.pl).
 #
 #   the memory store: memory.sh (also make bench-memory), its own clusters
@@ -45,8 +49,9 @@
 # Knobs: RL_BENCH_REPS (default 3) and RL_BENCH_SECONDS (default 5), for
 # every section but the external one, which has its own (RL_EXT_SECONDS,
 # RL_EXT_ROUNDS, RL_EXT_CLIENTS: see external/run.sh); RL_BENCH_SKIP_ROUTER=1
-# skips the scale-out section (its clusters take a while to set up), for
-# quick checks of the rest.
+# skips the scale-out section (its clusters take a while to set up), and
+# RL_BENCH_SKIP_LONG=1 the long-transaction one (six minutes; its own
+# knob RL_BENCH_LONG_SECONDS), for quick checks of the rest.
 source "$(dirname "$0")/../lib.sh"
 here=$RL_REPO/test/bench
 reps=${RL_BENCH_REPS:-3}
@@ -267,6 +272,14 @@ printf '%-52s %12s\n' "  the same rows packed (key built after loading)" "$footp
 printf '%-52s %11s%%\n' "HOT share of rate_limits updates, whole run" "$hot_limits"
 printf '%-52s %11s%%\n' "HOT share, one key per transaction (4 clients)" "$hot_pgbench"
 printf '%-52s %11s%%\n' "HOT share of the bare-UPDATE table, same run" "$hot_bare"
+
+# Long transactions: a cluster of its own (long.sh), about six minutes.
+rl_stop_quietly
+if [ -n "${RL_BENCH_SKIP_LONG:-}" ]; then
+	printf '\n%-52s\n' "long transactions: skipped (RL_BENCH_SKIP_LONG)"
+else
+	RL_BENCH_INSTALLED=1 RL_BENCH_PER_CALL=$(ratio "$limit_ms" "$bare_ms") "$here/long.sh"
+fi
 
 # Scale-out through the PL/Proxy router: clusters of its own.
 rl_stop_quietly
