@@ -25,7 +25,8 @@
  * - shared_preload_libraries = 'ratelimit': in the main segment, sized by
  *   ratelimit.memory_max_keys at start.  The postmaster writes every entry
  *   to pg_stat/ratelimit_memory.state when it exits normally (smart, fast
- *   or immediate shutdown; takes in progress count as taken) and reads the
+ *   or immediate shutdown; takes of transactions still open are not kept,
+ *   as recovery aborts those transactions) and reads the
  *   file back at the next start.  A marker file tells a start after a
  *   crash (the postmaster killed) from a clean one; a reinitialisation
  *   after a backend crash is one too.  After a crash,
@@ -64,6 +65,8 @@
 #include <sys/stat.h>
 
 #include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
 #include "access/xlog.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -76,6 +79,7 @@
 #include "storage/spin.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
@@ -173,6 +177,7 @@ typedef struct MemChange
 	RlPolicy	policy;
 	bool		dropped;		/* CHANGE_NAME: the definition is gone */
 	bool		every_name;		/* CHANGE_NAME: every name (TRUNCATE) */
+	bool		space_gone;		/* CHANGE_NAME: the extension dropped */
 	int64		origin;
 	TimestampTz at;				/* when taken */
 	double		amount;
@@ -391,7 +396,7 @@ entry_alloc(MemShared *s, TimestampTz now)
 /*
  * Write every entry to the state file: the postmaster, exiting normally
  * (code 0).  After a crash it runs this with code 1 and nothing is
- * written.  Takes of transactions that never ended count as taken.
+ * written.  Takes of transactions that never ended are not kept.
  */
 static void
 memory_shmem_shutdown(int code, Datum arg)
@@ -400,8 +405,6 @@ memory_shmem_shutdown(int code, Datum arg)
 	uint32		header[3] = {MEM_FILE_MAGIC, sizeof(MemEntry), 0};
 	MemEntry   *entries;
 	int32	   *buckets;
-	TimestampTz now = GetCurrentTimestamp();
-
 	if (code != 0 || shared == NULL)
 		return;
 	file = AllocateFile(MEM_STATE_FILE ".tmp", PG_BINARY_W);
@@ -417,18 +420,13 @@ memory_shmem_shutdown(int code, Datum arg)
 		{
 			MemEntry	saved = entries[i];
 
-			if (saved.pending != 0)
-			{
-				/*
-				 * Takes of transactions an immediate shutdown cut off:
-				 * taken, and nothing refilled since the state's time (the
-				 * policy is not known here), which never leaves more.
-				 */
-				if (saved.committed.ts < now)
-					saved.committed.ts = now;
-				saved.committed.value -= saved.pending;
-				saved.idle_at = MEM_NEVER;
-			}
+			/*
+			 * Takes of transactions an immediate shutdown cut off are not
+			 * kept: those transactions never commit (recovery aborts
+			 * them), and nothing a rolled-back transaction took is kept.
+			 * Until its last holder let go, an entry's idle_at is that of
+			 * its committed state, so it stays right.
+			 */
 			/* a judgement of the last epoch stays good in the next run's first */
 			saved.judged = saved.judged == pg_atomic_read_u64(&shared->epoch) ?
 				0 : PG_UINT64_MAX;
@@ -629,6 +627,11 @@ static void memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid
 static void memory_release_callback(ResourceReleasePhase phase, bool isCommit,
 									bool isTopLevel, void *arg);
 static void memory_relcache_callback(Datum arg, Oid relid);
+static void epoch_barrier(void);
+static void memory_object_access(ObjectAccessType access, Oid classId,
+								 Oid objectId, int subId, void *arg);
+
+static object_access_hook_type prev_object_access_hook = NULL;
 
 /* The store, attached if needed; an error when it is unavailable. */
 static MemShared *
@@ -693,6 +696,8 @@ rl_memory_init(void)
 							 PGC_SIGHUP,
 							 0,
 							 NULL, NULL, NULL);
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = memory_object_access;
 	if (process_shared_preload_libraries_in_progress)
 	{
 		storage = MEM_SHMEM;
@@ -1096,7 +1101,11 @@ set_idle_at(MemEntry *e, const MemChange *c, TimestampTz now)
 	e->pending = 0;
 	e->idle_at = rl_idle_at(&c->policy, c->origin, e->committed, now, &at) ?
 		at : MEM_NEVER;
-	e->judged = c->epoch;
+	/*
+	 * On a standby a replayed definition change bumps no epoch, so a
+	 * judgement made there would stay fresh after a promotion: never.
+	 */
+	e->judged = RecoveryInProgress() ? PG_UINT64_MAX : c->epoch;
 }
 
 /* Make one change final (commit) or undo it (abort); must not fail. */
@@ -1163,6 +1172,26 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 }
 
 /*
+ * Before changed definitions become visible: a new epoch, then every
+ * partition taken and let go once, so that an rl_gc pass that read the old
+ * definitions either finished judging a partition before the change is
+ * seen, or finds the new epoch at its next partition and stops (a drop
+ * must be idle under the policy in force when it happens).
+ */
+static void
+epoch_barrier(void)
+{
+	MemShared  *s = shared;
+
+	pg_atomic_fetch_add_u64(&s->epoch, 1);
+	for (int p = 0; p < MEM_PARTITIONS; p++)
+	{
+		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
+		LWLockRelease(&s->locks[p].lock);
+	}
+}
+
+/*
  * Changed definitions, after their invalidation is sent: a new epoch, so
  * that every idle judgement made before (and by a commit that raced with
  * the change, its policy read before) no longer counts (droppable); then
@@ -1195,17 +1224,21 @@ finish_names(void)
 				MemEntry   *e = &entries[*at];
 				bool		gone = false;
 
-				for (int i = 0; i < nchanges && !gone && e->holders == 0 &&
-					 !e->is_inline; i++)
+				for (int i = 0; i < nchanges && !gone && e->holders == 0; i++)
 				{
 					const MemChange *c = &changes[i];
 
 					if (c->kind != CHANGE_NAME || !c->dropped)
 						continue;
-					gone = c->every_name ?
-						e->dbid == MyDatabaseId && e->space == c->key.space :
-						memcmp(c->key.name_id, e->name_id,
-							   RL_MEMORY_NAME_ID_BYTES) == 0;
+					if (c->space_gone)
+						gone = e->dbid == MyDatabaseId && e->space == c->key.space;
+					else if (e->is_inline)
+						continue;
+					else
+						gone = c->every_name ?
+							e->dbid == MyDatabaseId && e->space == c->key.space :
+							memcmp(c->key.name_id, e->name_id,
+								   RL_MEMORY_NAME_ID_BYTES) == 0;
 				}
 				if (gone)
 					entry_remove(s, at);
@@ -1214,6 +1247,40 @@ finish_names(void)
 			}
 		}
 		LWLockRelease(&s->locks[p].lock);
+	}
+}
+
+/*
+ * object_access_hook: the extension's rl_definitions dropped (DROP
+ * EXTENSION, or the table by hand): at commit, every entry of that
+ * database and extension that no transaction holds goes, inline ones too,
+ * since no call can reach them again.  A table of that name elsewhere owns
+ * no entry, and dropping it drops none.
+ */
+static void
+memory_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					 int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
+		storage != MEM_NONE && shared != NULL)
+	{
+		char	   *relname = get_rel_name(objectId);
+
+		if (relname != NULL && strcmp(relname, "rl_definitions") == 0)
+		{
+			MemChange  *c = next_change();
+
+			c->kind = CHANGE_NAME;
+			c->subid = GetCurrentSubTransactionId();
+			c->key.space = objectId;
+			c->dropped = true;
+			c->every_name = true;
+			c->space_gone = true;
+			nchanges++;
+			names_changed = true;
+		}
 	}
 }
 
@@ -1238,6 +1305,11 @@ memory_xact_callback(XactEvent event, void *arg)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that used a memory rate limit"),
 						 errdetail("Memory limits are not kept in a prepared transaction.")));
+			break;
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			if (names_changed)
+				epoch_barrier();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:

@@ -1,5 +1,6 @@
 # The memory store across restarts: a clean shutdown (fast, and immediate,
-# with a transaction left open) keeps what was consumed, exactly; a crash
+# with a transaction left open, whose take is returned) keeps what was
+# committed, exactly; a crash
 # (a backend killed, so the postmaster reinitialises shared memory, or the
 # postmaster itself killed) starts every key full with
 # ratelimit.memory_after_crash = 'full', and with 'empty' starts every key
@@ -87,7 +88,8 @@ is($node->safe_psql('postgres', $info), 'shared memory 2 full',
 	'two keys restored, not after a crash');
 
 # An immediate shutdown with a transaction open: it exits normally and
-# writes the state, the open transaction's take counted as taken
+# writes the state; the open transaction never commits (recovery aborts
+# it), so its take is not kept
 $node->safe_psql('postgres', "SELECT rl_limit('m', 'part')");
 my $open = $node->background_psql('postgres');
 $open->query_safe('BEGIN');
@@ -98,8 +100,8 @@ ok(-e $state_file, 'an immediate shutdown writes the state file');
 $node->start;
 is(value('part'), '5', 'after an immediate shutdown a key keeps its exact value');
 is(value('drained'), '0', 'after an immediate shutdown a drained key stays drained');
-is(value('open'), '7',
-	'an open transaction\'s take counts as taken after an immediate shutdown');
+is(value('open'), '10',
+	'an open transaction\'s take is returned after an immediate shutdown');
 
 # Crashes, memory_after_crash = 'full': every key starts full
 crash_backend();
