@@ -667,21 +667,30 @@ rl_undefine(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* An integer argument that must be given and positive (rl_gc's bounds). */
+static int32
+positive_int_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	int32		n;
+
+	require_arg(fcinfo, argno, argname);
+	n = PG_GETARG_INT32(argno);
+	if (n <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be positive", argname),
+				 errdetail("%s is %d.", argname, n)));
+	return n;
+}
+
 /* rl_gc(max_rows): delete up to max_rows idle state rows. */
 Datum
 rl_gc(PG_FUNCTION_ARGS)
 {
 	RlCallCache *cache = call_cache(fcinfo);
-	int32		max_rows;
+	int32		max_rows = positive_int_arg(fcinfo, 0, "max_rows");
 	uint64		removed;
 
-	require_arg(fcinfo, 0, "max_rows");
-	max_rows = PG_GETARG_INT32(0);
-	if (max_rows <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_rows must be positive"),
-				 errdetail("max_rows is %d.", max_rows)));
 	rl_storage_begin_writing(cache->nspid, "rl_gc()");
 	removed = rl_gc_run((uint64) max_rows);
 	if (removed < (uint64) max_rows)
@@ -701,16 +710,9 @@ Datum
 rl_gc_memory(PG_FUNCTION_ARGS)
 {
 	RlCallCache *cache = call_cache(fcinfo);
-	int32		max_keys;
+	int32		max_keys = positive_int_arg(fcinfo, 0, "max_keys");
 	uint64		removed;
 
-	require_arg(fcinfo, 0, "max_keys");
-	max_keys = PG_GETARG_INT32(0);
-	if (max_keys <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_keys must be positive"),
-				 errdetail("max_keys is %d.", max_keys)));
 	rl_storage_begin(cache->nspid);
 	removed = rl_gc_run_memory(cache->nspid, (uint64) max_keys);
 	rl_storage_end();
