@@ -126,12 +126,12 @@ rl_gc_run_memory(Oid nspid, uint64 max_rows)
 
 	/* not attached here and no memory limit defined: never make the store */
 	if (!rl_memory_available() ||
-		(rl_memory_epoch() == PG_UINT64_MAX &&
+		(!rl_memory_attached() &&
 		 rl_storage_memory_definitions() == NIL))
 		return 0;
 	/* the store attached, its epoch, then the definitions (memory.c) */
 	rl_memory_attach();
-	epoch = rl_memory_epoch();
+	epoch = rl_memory_gc_epoch();
 	defs = rl_storage_memory_definitions();
 	names = palloc(sizeof(RlMemoryName) * Max(list_length(defs), 1));
 	foreach(lc, defs)

@@ -113,6 +113,7 @@ typedef struct MemEntry
 	int64		idle_at;		/* no holders: droppable from then on */
 	uint64		judged;			/* the epoch idle_at was computed in */
 	bool		is_inline;		/* an inline policy: it never changes */
+	bool		untouched;		/* committed is still a missing key's */
 } MemEntry;
 
 /*
@@ -130,6 +131,7 @@ typedef struct MemShared
 	int64		full_errors;
 	TimestampTz empty_since;	/* after a crash, 'empty': 0 otherwise */
 	pg_atomic_uint64 epoch;		/* changes of memory definitions */
+	pg_atomic_uint32 changing;	/* such changes committing right now */
 	uint64		seed;			/* picks buckets: unknown to callers */
 	LWLockPadded locks[MEM_PARTITIONS];
 } MemShared;
@@ -196,6 +198,7 @@ static MemChange *changes = NULL;
 static int	nchanges = 0;
 static int	maxchanges = 0;
 static bool names_changed = false;
+static bool counted_changing = false;	/* this backend raised changing */
 static bool held[MEM_PARTITIONS];
 static int	nheld = 0;			/* partitions held, in held_list */
 static int	held_list[MEM_PARTITIONS];
@@ -252,6 +255,7 @@ store_init(MemShared *s, int32 max_keys, int tranche)
 	s->full_errors = 0;
 	s->empty_since = 0;
 	pg_atomic_init_u64(&s->epoch, 0);
+	pg_atomic_init_u32(&s->changing, 0);
 	if (!pg_strong_random(&s->seed, sizeof(s->seed)))
 		s->seed = (uint64) GetCurrentTimestamp() ^ (uint64) MyProcPid;
 	for (int i = 0; i < MEM_PARTITIONS; i++)
@@ -322,11 +326,15 @@ entry_remove(MemShared *s, int32 *link)
 static bool
 droppable(MemShared *s, const MemEntry *e, TimestampTz now)
 {
-	if (e->holders > 0 || e->idle_at > now)
+	if (e->holders > 0)
+		return false;
+	/* a missing key's state, whatever the policy */
+	if (e->idle_at > now)
 		return false;
 	if (e->is_inline)
 		return true;
-	return e->judged == pg_atomic_read_u64(&s->epoch) && !RecoveryInProgress();
+	return e->judged == pg_atomic_read_u64(&s->epoch) &&
+		pg_atomic_read_u32(&s->changing) == 0 && !RecoveryInProgress();
 }
 
 /* Drop the droppable entries of one partition (held exclusively). */
@@ -773,13 +781,37 @@ rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k)
 	k->partition = (int) (k->bucket % MEM_PARTITIONS);
 }
 
-/* The epoch of memory definitions; UINT64_MAX when not attached yet. */
+/*
+ * The epoch a call reads before its policy, for the idle judgement of what
+ * it writes: UINT64_MAX, a judgement that never counts, when the store is
+ * not attached yet, while a definition change is committing (its policy
+ * may be the old one while the epoch is already the new), and during
+ * recovery (a replayed change bumps nothing, and a promotion would make
+ * the judgement look fresh).
+ */
 uint64
 rl_memory_epoch(void)
 {
-	if (shared == NULL)
+	if (shared == NULL || RecoveryInProgress() ||
+		pg_atomic_read_u32(&shared->changing) != 0)
 		return PG_UINT64_MAX;
 	return pg_atomic_read_u64(&shared->epoch);
+}
+
+/*
+ * The epoch rl_gc reads before the definitions it judges under:
+ * UINT64_MAX while a definition change is committing (rl_memory_gc then
+ * judges no defined limit's entry).  In recovery the real one, which this
+ * backend's own invalidations bump (memory_relcache_callback).
+ */
+uint64
+rl_memory_gc_epoch(void)
+{
+	MemShared  *s = store();
+
+	if (pg_atomic_read_u32(&s->changing) != 0)
+		return PG_UINT64_MAX;
+	return pg_atomic_read_u64(&s->epoch);
 }
 
 /* Order partitions ascending. */
@@ -972,6 +1004,7 @@ entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
 		e->dbid = MyDatabaseId;
 		e->space = k->space;
 		e->is_inline = k->is_inline;
+		e->untouched = true;
 		e->committed = fresh;
 		e->pending = 0;
 		e->holders = 0;
@@ -1136,23 +1169,32 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 			e->pending -= c->amount;
 			e->holders--;
 			if (commit)
+			{
 				e->committed = rl_commit_take(&c->policy, c->origin,
 											  e->committed, c->at, now,
 											  c->amount);
+				e->untouched = false;
+			}
 			break;
 		case CHANGE_REFUND:
 			e->holders--;
 			if (commit &&
 				rl_refund_state(&c->policy, c->origin, &e->committed, now,
 								c->amount, &next) == RL_DECIDED)
+			{
 				e->committed = next;
+				e->untouched = false;
+			}
 			break;
 		case CHANGE_BLOCK:
 			e->holders--;
 			if (commit &&
 				rl_block_state(&c->policy, c->origin, &e->committed, now,
 							   c->duration, &next) == RL_DECIDED)
+			{
 				e->committed = next;
+				e->untouched = false;
+			}
 			break;
 		case CHANGE_RESET:
 			if (e->holders == 0)
@@ -1163,6 +1205,7 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 			}
 			missing_state(s, &c->policy, c->origin, now, &next);
 			e->committed = next;
+			e->untouched = true;
 			break;
 		case CHANGE_NAME:
 			break;
@@ -1183,6 +1226,9 @@ epoch_barrier(void)
 {
 	MemShared  *s = shared;
 
+	/* until the bump after the invalidations: no judgement counts */
+	pg_atomic_fetch_add_u32(&s->changing, 1);
+	counted_changing = true;
 	pg_atomic_fetch_add_u64(&s->epoch, 1);
 	for (int p = 0; p < MEM_PARTITIONS; p++)
 	{
@@ -1264,13 +1310,16 @@ memory_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
-		storage != MEM_NONE && shared != NULL)
+		storage != MEM_NONE)
 	{
 		char	   *relname = get_rel_name(objectId);
 
 		if (relname != NULL && strcmp(relname, "rl_definitions") == 0)
 		{
-			MemChange  *c = next_change();
+			MemChange  *c;
+
+			(void) store();		/* the transaction callbacks, registered */
+			c = next_change();
 
 			c->kind = CHANGE_NAME;
 			c->subid = GetCurrentSubTransactionId();
@@ -1288,6 +1337,11 @@ memory_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 static void
 clear_changes(void)
 {
+	if (counted_changing)
+	{
+		pg_atomic_fetch_sub_u32(&shared->changing, 1);
+		counted_changing = false;
+	}
 	nchanges = 0;
 	names_changed = false;
 }
@@ -1390,6 +1444,13 @@ void
 rl_memory_attach(void)
 {
 	(void) store();
+}
+
+/* Whether this backend has attached the store. */
+bool
+rl_memory_attached(void)
+{
+	return shared != NULL;
 }
 
 /* Whether this server has a memory store (preloaded, or 17+). */
@@ -1509,7 +1570,9 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 		CHECK_FOR_INTERRUPTS();
 		AcceptInvalidationMessages();
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
-		if (pg_atomic_read_u64(&s->epoch) != epoch)
+		if (epoch != PG_UINT64_MAX &&
+			(pg_atomic_read_u64(&s->epoch) != epoch ||
+			 pg_atomic_read_u32(&s->changing) != 0))
 		{
 			LWLockRelease(&s->locks[p].lock);
 			break;
@@ -1527,8 +1590,9 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 					drop = false;
 				else if (!e->is_inline && in_gone_space(e, spaces))
 					drop = true;
-				else if (e->is_inline || e->dbid != MyDatabaseId ||
-						 e->space != space)
+				else if (e->is_inline || e->untouched ||
+						 e->dbid != MyDatabaseId || e->space != space ||
+						 epoch == PG_UINT64_MAX)
 					drop = droppable(s, e, now);
 				else
 				{

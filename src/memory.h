@@ -34,6 +34,7 @@ extern void rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k);
 extern void rl_memory_name_id(Oid space, text *name, uint8 *name_id);
 
 extern uint64 rl_memory_epoch(void);
+extern uint64 rl_memory_gc_epoch(void);
 extern void rl_memory_lock(const RlMemoryKey *keys, int n);
 extern void rl_memory_unlock(void);
 extern void rl_memory_get(const RlMemoryKey *k, const RlPolicy *policy,
@@ -65,6 +66,7 @@ typedef struct RlMemoryName
 } RlMemoryName;
 
 extern bool rl_memory_available(void);
+extern bool rl_memory_attached(void);
 extern void rl_memory_attach(void);
 extern void rl_memory_require(void);
 extern uint64 rl_memory_gc(Oid space, const RlMemoryName *names, int nnames,

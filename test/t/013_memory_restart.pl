@@ -14,8 +14,7 @@ use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('mem_restart');
 $node->init;
-# a clock pinned past the real one (the state file keeps what a shutdown
-# cut off as taken at the later of the two)
+# a clock pinned past the real one
 $node->append_conf('postgresql.conf', q{
 shared_preload_libraries = 'ratelimit'
 restart_after_crash = on
@@ -102,6 +101,11 @@ is(value('part'), '5', 'after an immediate shutdown a key keeps its exact value'
 is(value('drained'), '0', 'after an immediate shutdown a drained key stays drained');
 is(value('open'), '10',
 	'an open transaction\'s take is returned after an immediate shutdown');
+# its entry, made by that take, holds a missing key's state: dropped by the
+# next cleanup, not kept for ever
+is($node->safe_psql('postgres',
+		"SELECT rl_gc_memory(); SELECT memory_keys FROM rl_stats_info"),
+	"1\n2", 'the cut-off take\'s entry is dropped by rl_gc_memory, the others kept');
 
 # Crashes, memory_after_crash = 'full': every key starts full
 crash_backend();
