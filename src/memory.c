@@ -329,6 +329,8 @@ droppable(MemShared *s, const MemEntry *e, TimestampTz now)
 	if (e->holders > 0)
 		return false;
 	/* a missing key's state, whatever the policy */
+	if (e->untouched)
+		return true;
 	if (e->idle_at > now)
 		return false;
 	if (e->is_inline)
