@@ -41,8 +41,8 @@
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
-#include "utils/hsearch.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -51,6 +51,8 @@
 #include "limit.h"
 #include "memory.h"
 #include "storage.h"
+
+static bool last_tracked = false;
 
 /* More names than this in one backend: start over rather than grow. */
 #define DEFINITIONS_CACHE_MAX 10000
@@ -128,6 +130,17 @@ changes_reach_us(Oid relid)
 	return always;
 }
 
+/*
+ * Whether the definition the last lookup returned is one whose changes
+ * reach every session (the row trigger fires always): the memory store
+ * trusts an idle judgement made under it only then.
+ */
+bool
+rl_definition_tracked(void)
+{
+	return last_tracked;
+}
+
 /* The cache, created on first use. */
 static HTAB *
 get_cache(void)
@@ -172,6 +185,8 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	entry = hash_search(get_cache(), key, HASH_FIND, &found);
 	if (found)
 	{
+		/* cached only while every change reaches us */
+		last_tracked = true;
 		*policy = entry->policy;
 		return entry->defined;
 	}
@@ -185,7 +200,10 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 		cache_relid = rl_storage_definitions_relid();
 	seen = generation;
 	defined = rl_storage_get_definition(name, policy);
-	if (generation != seen || !changes_reach_us(cache_relid))
+	last_tracked = changes_reach_us(cache_relid);
+	if (!last_tracked)
+		rl_memory_untracked_definitions();
+	if (generation != seen || !last_tracked)
 		return defined;
 	if (hash_get_num_entries(get_cache()) >= DEFINITIONS_CACHE_MAX)
 		forget_definitions();

@@ -13,5 +13,6 @@
 #include "algebra.h"
 
 extern bool rl_definition_lookup(text *name, RlPolicy *policy);
+extern bool rl_definition_tracked(void);
 
 #endif							/* RATELIMIT_DEFINITIONS_H */

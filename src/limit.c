@@ -246,6 +246,8 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 
 	target->memory_epoch = rl_memory_epoch();
 	defined = rl_definition_lookup(target->label, &target->policy);
+	if (defined && !rl_definition_tracked())
+		target->memory_epoch = PG_UINT64_MAX;
 	target->defined = defined;
 	if (config != NULL)
 	{
@@ -499,6 +501,8 @@ memory_key(RlTarget *target, RlMemoryKey *k)
 	if (!target->defined)
 		return;
 	recheck_policy(target);
+	if (!rl_definition_tracked())
+		target->memory_epoch = PG_UINT64_MAX;
 	if (target->policy.store != RL_STORE_MEMORY)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

@@ -1448,6 +1448,20 @@ rl_memory_attach(void)
 	(void) store();
 }
 
+/*
+ * A lookup found rl_definitions' row trigger not firing always (disabled,
+ * or left plain ENABLE by pg_restore): changes by hand then bump no epoch,
+ * so every idle judgement made so far stops counting now (before the call
+ * that found it can sweep), and those made meanwhile never count
+ * (rl_target_resolve).
+ */
+void
+rl_memory_untracked_definitions(void)
+{
+	if (shared != NULL)
+		pg_atomic_fetch_add_u64(&shared->epoch, 1);
+}
+
 /* Whether this backend has attached the store. */
 bool
 rl_memory_attached(void)

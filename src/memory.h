@@ -67,6 +67,7 @@ typedef struct RlMemoryName
 
 extern bool rl_memory_available(void);
 extern bool rl_memory_attached(void);
+extern void rl_memory_untracked_definitions(void);
 extern void rl_memory_attach(void);
 extern void rl_memory_require(void);
 extern uint64 rl_memory_gc(Oid space, const RlMemoryName *names, int nnames,

@@ -94,5 +94,33 @@ is($node->safe_psql('postgres', "$t1 SELECT ok, remaining FROM rl_limit('f', 'ne
 is($node->safe_psql('postgres', $info), '128/128 errors 3',
 	'128 keys, three errors in all');
 
+# A definition changed by hand while rl_definitions' row trigger is
+# disabled fires nothing: the first lookup that finds the trigger not
+# firing always makes every idle judgement made so far stop counting, so
+# the sweep never drops a key under the old policy.  'g': 10 an hour,
+# capacity 10, drained at 03:00; by hand capacity 1000; at 04:00 the key
+# holds 10 (1000 if its entry were dropped as idle under the old policy).
+my $t3 = "SET ratelimit.now_override = '2030-01-01 03:00:00+00';";
+my $t4 = "SET ratelimit.now_override = '2030-01-01 04:00:00+00';";
+$node->safe_psql('postgres', q{
+	SELECT rl_define('g', 'token bucket', 10, '1 hour', storage => 'memory');
+});
+$node->safe_psql('postgres', "$t3 SELECT rl_gc_memory(1000)");
+is($node->safe_psql('postgres', "$t3 SELECT ok FROM rl_limit('g', 'k', 10)"),
+	't', 'g: the key drained at 03:00');
+$node->safe_psql('postgres', q{
+	ALTER TABLE rl_definitions DISABLE TRIGGER rl_definitions_row_changed;
+	UPDATE rl_definitions SET capacity = 1000 WHERE name = 'g';
+});
+is( $node->safe_psql('postgres', "$t4 DO \$\$ BEGIN
+		FOR i IN 1..200 LOOP
+			BEGIN PERFORM rl_limit('f', 'c' || i);
+			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
+		END LOOP; END \$\$; SELECT value FROM rl_value('g', 'k')"),
+	'10', 'a definition changed with the trigger disabled: the key is not dropped under the old policy');
+$node->safe_psql('postgres', q{
+	ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_row_changed;
+});
+
 $node->stop;
 done_testing();
