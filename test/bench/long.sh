@@ -48,28 +48,8 @@ SQL
 
 q() { "$RL_BIN/psql" -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 
-holder_pid=
-# A session that reads the table in a REPEATABLE READ transaction and then
-# sleeps, holding its snapshot (and so the horizon) until stop_holder.
-start_holder() {
-	PGAPPNAME=rl_bench_holder "$RL_BIN/psql" -X -q >/dev/null 2>&1 <<'SQL' &
-BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT count(*) FROM rate_limits;
-SELECT pg_sleep(86400);
-SQL
-	holder_pid=$!
-	for _ in $(seq 100); do
-		[ "$(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'rl_bench_holder' AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'")" = 1 ] && return 0
-		sleep 0.1
-	done
-	rl_die "the session holding a snapshot did not start"
-}
-stop_holder() {
-	[ -n "$holder_pid" ] || return 0
-	q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rl_bench_holder'" >/dev/null 2>&1 || true
-	wait "$holder_pid" 2>/dev/null || true
-	holder_pid=
-}
+# start_holder and stop_holder: a session holding a snapshot
+source "$(dirname "$0")/holder.sh"
 
 # bytes in use in the table (all but its free space: a run first fills
 # what the VACUUM before it freed) and in the primary key's leaf pages

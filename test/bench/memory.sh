@@ -64,28 +64,9 @@ if [ -z "$redis_bin" ]; then
 	ln -sf "$(command -v redis-check-rdb)" "$redis_dir/redis-server"
 	redis_bin=$redis_dir/redis-server
 fi
-redis_pid= holder_pid=
-# A session that holds a REPEATABLE READ snapshot (and so the xmin
-# horizon) until stop_holder, as pg_dump holds one.
-start_holder() {
-	PGAPPNAME=rl_bench_holder "$RL_BIN/psql" -X -q >/dev/null 2>&1 <<'SQL' &
-BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT count(*) FROM rate_limits;
-SELECT pg_sleep(86400);
-SQL
-	holder_pid=$!
-	for _ in $(seq 100); do
-		[ "$(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'rl_bench_holder' AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'")" = 1 ] && return 0
-		sleep 0.1
-	done
-	rl_die "the session holding a snapshot did not start"
-}
-stop_holder() {
-	[ -n "$holder_pid" ] || return 0
-	q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rl_bench_holder'" >/dev/null 2>&1 || true
-	wait "$holder_pid" 2>/dev/null || true
-	holder_pid=
-}
+redis_pid=
+# start_holder and stop_holder: a session holding a snapshot
+source "$(dirname "$0")/holder.sh"
 stop_all() {
 	stop_holder
 	if [ -n "$redis_pid" ]; then
