@@ -176,6 +176,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	bool		found;
 	bool		defined;
 	uint64		seen;
+	Oid			relid;
 
 	Assert(len <= RL_MAX_NAME_BYTES);
 	memset(key, 0, sizeof(key));
@@ -198,13 +199,21 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	 */
 	if (!OidIsValid(cache_relid))
 		cache_relid = rl_storage_definitions_relid();
+	relid = cache_relid;		/* an invalidation during the read resets it */
 	seen = generation;
 	defined = rl_storage_get_definition(name, policy);
-	last_tracked = changes_reach_us(cache_relid);
-	if (!last_tracked)
-		rl_memory_untracked_definitions();
-	if (generation != seen || !last_tracked)
+	if (generation != seen)
+	{
+		/* the table changed meanwhile (perhaps dropped): judge nothing */
+		last_tracked = false;
 		return defined;
+	}
+	last_tracked = changes_reach_us(relid);
+	if (!last_tracked)
+	{
+		rl_memory_untracked_definitions();
+		return defined;
+	}
 	if (hash_get_num_entries(get_cache()) >= DEFINITIONS_CACHE_MAX)
 		forget_definitions();
 	entry = hash_search(get_cache(), key, HASH_ENTER, &found);
