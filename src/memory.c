@@ -199,6 +199,7 @@ static int	nchanges = 0;
 static int	maxchanges = 0;
 static bool names_changed = false;
 static bool counted_changing = false;	/* this backend raised changing */
+static uint64 barrier_epoch = 0;	/* the epoch its pre-commit bump made */
 static bool held[MEM_PARTITIONS];
 static int	nheld = 0;			/* partitions held, in held_list */
 static int	held_list[MEM_PARTITIONS];
@@ -1231,7 +1232,7 @@ epoch_barrier(void)
 	/* until the bump after the invalidations: no judgement counts */
 	pg_atomic_fetch_add_u32(&s->changing, 1);
 	counted_changing = true;
-	pg_atomic_fetch_add_u64(&s->epoch, 1);
+	barrier_epoch = pg_atomic_add_fetch_u64(&s->epoch, 1);
 	for (int p = 0; p < MEM_PARTITIONS; p++)
 	{
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
@@ -1252,14 +1253,22 @@ finish_names(void)
 	MemShared  *s = shared;
 	MemEntry   *entries = store_entries(s);
 	int32	   *buckets = store_buckets(s);
-	bool		any_dropped = false;
+	uint64		expected = barrier_epoch;
+	bool		refresh;
 
-	pg_atomic_fetch_add_u64(&s->epoch, 1);
-	for (int i = 0; i < nchanges; i++)
-		if (changes[i].kind == CHANGE_NAME && changes[i].dropped)
-			any_dropped = true;
-	if (!any_dropped)
-		return;
+	/*
+	 * The judgements of names this transaction did not change stay good:
+	 * made in the epoch before its pre-commit bump (none are made while it
+	 * commits), under policies no other change touched, as long as nothing
+	 * else bumped the epoch since and no other change is committing.  They
+	 * move to the new epoch, so that a change to one limit does not leave
+	 * every other limit's idle keys for rl_gc to judge again.
+	 */
+	refresh = expected != 0 &&
+		pg_atomic_read_u32(&s->changing) == 1 &&
+		pg_atomic_compare_exchange_u64(&s->epoch, &expected, expected + 1);
+	if (!refresh)
+		pg_atomic_fetch_add_u64(&s->epoch, 1);
 	for (int p = 0; p < MEM_PARTITIONS; p++)
 	{
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
@@ -1270,32 +1279,40 @@ finish_names(void)
 			while (*at >= 0)
 			{
 				MemEntry   *e = &entries[*at];
+				bool		named = false;
 				bool		gone = false;
 
-				for (int i = 0; i < nchanges && !gone && e->holders == 0; i++)
+				for (int i = 0; i < nchanges; i++)
 				{
 					const MemChange *c = &changes[i];
+					bool		match;
 
-					if (c->kind != CHANGE_NAME || !c->dropped)
+					if (c->kind != CHANGE_NAME)
 						continue;
-					if (c->space_gone)
-						gone = e->dbid == MyDatabaseId && e->space == c->key.space;
-					else if (e->is_inline)
-						continue;
+					if (c->every_name)
+						match = e->dbid == MyDatabaseId &&
+							e->space == c->key.space &&
+							(c->space_gone || !e->is_inline);
 					else
-						gone = c->every_name ?
-							e->dbid == MyDatabaseId && e->space == c->key.space :
+						match = !e->is_inline &&
 							memcmp(c->key.name_id, e->name_id,
 								   RL_MEMORY_NAME_ID_BYTES) == 0;
+					named |= match;
+					gone |= match && c->dropped && e->holders == 0;
 				}
 				if (gone)
+				{
 					entry_remove(s, at);
-				else
-					at = &e->next;
+					continue;
+				}
+				if (refresh && !named && e->judged == barrier_epoch - 1)
+					e->judged = barrier_epoch + 1;
+				at = &e->next;
 			}
 		}
 		LWLockRelease(&s->locks[p].lock);
 	}
+	barrier_epoch = 0;
 }
 
 /*
@@ -1344,6 +1361,7 @@ clear_changes(void)
 		pg_atomic_fetch_sub_u32(&shared->changing, 1);
 		counted_changing = false;
 	}
+	barrier_epoch = 0;
 	nchanges = 0;
 	names_changed = false;
 }

@@ -122,5 +122,30 @@ $node->safe_psql('postgres', q{
 	ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_row_changed;
 });
 
+# A change to one memory limit leaves the idle judgements of the others
+# standing: 120 keys of 'h' idle after a second; defining 'other' does not
+# stop the sweep from dropping them for 120 new keys a minute later.
+my $t6 = "SET ratelimit.now_override = '2030-01-02 00:00:00+00';";
+my $t7 = "SET ratelimit.now_override = '2030-01-02 00:01:00+00';";
+$node->safe_psql('postgres', "$t6 SELECT rl_gc_memory(1000)");
+$node->safe_psql('postgres', q{
+	SELECT rl_define('h', 'token bucket', 1, '1 second', storage => 'memory');
+});
+is( $node->safe_psql('postgres',
+		"$t6 SELECT count(*) FILTER (WHERE ok) FROM generate_series(1, 120) AS i,"
+		  . " rl_limit('h', 'a' || i)"),
+	'120', 'h: 120 keys taken');
+$node->safe_psql('postgres', q{
+	SELECT rl_define('other', 'token bucket', 1, '1 hour', storage => 'memory');
+});
+my $errors = $node->safe_psql('postgres', 'SELECT memory_full_errors FROM rl_stats_info');
+is( $node->safe_psql('postgres', "$t7 DO \$\$ DECLARE n int := 0; BEGIN
+		FOR i IN 1..120 LOOP
+			BEGIN PERFORM rl_limit('h', 'b' || i); n := n + 1;
+			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
+		END LOOP; RAISE NOTICE 'granted %', n; END \$\$;
+		SELECT memory_full_errors - $errors FROM rl_stats_info"),
+	'0', 'a change to another limit: the idle keys of h are dropped for new ones, no new 53400');
+
 $node->stop;
 done_testing();
