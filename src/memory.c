@@ -1255,6 +1255,8 @@ finish_names(void)
 	int32	   *buckets = store_buckets(s);
 	uint64		expected = barrier_epoch;
 	bool		refresh;
+	Oid			space = InvalidOid;
+	bool		one_space = true;
 
 	/*
 	 * The judgements of names this transaction did not change stay good:
@@ -1262,9 +1264,17 @@ finish_names(void)
 	 * commits), under policies no other change touched, as long as nothing
 	 * else bumped the epoch since and no other change is committing.  They
 	 * move to the new epoch, so that a change to one limit does not leave
-	 * every other limit's idle keys for rl_gc to judge again.
+	 * every other limit's idle keys (in its database and install) for rl_gc
+	 * to judge again.
 	 */
-	refresh = expected != 0 &&
+	for (int i = 0; i < nchanges; i++)
+		if (changes[i].kind == CHANGE_NAME)
+		{
+			if (OidIsValid(space) && space != changes[i].key.space)
+				one_space = false;
+			space = changes[i].key.space;
+		}
+	refresh = expected != 0 && one_space &&
 		pg_atomic_read_u32(&s->changing) == 1 &&
 		pg_atomic_compare_exchange_u64(&s->epoch, &expected, expected + 1);
 	if (!refresh)
@@ -1305,7 +1315,14 @@ finish_names(void)
 					entry_remove(s, at);
 					continue;
 				}
-				if (refresh && !named && e->judged == barrier_epoch - 1)
+				/*
+				 * Only in this database and install, whose definitions
+				 * change only through its trigger (a hand edit elsewhere,
+				 * its trigger disabled, bumps no epoch there until a lookup
+				 * notices).
+				 */
+				if (refresh && !named && e->judged == barrier_epoch - 1 &&
+					e->dbid == MyDatabaseId && e->space == space)
 					e->judged = barrier_epoch + 1;
 				at = &e->next;
 			}
