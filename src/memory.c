@@ -67,6 +67,7 @@
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
 #include "access/xlog.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -787,7 +788,9 @@ rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k)
 /*
  * The epoch a call reads before its policy, for the idle judgement of what
  * it writes: UINT64_MAX, a judgement that never counts, when the store is
- * not attached yet, while a definition change is committing (its policy
+ * not attached yet, when this transaction changed a definition (its calls
+ * see that change before it commits, or ever does), while a definition
+ * change is committing (its policy
  * may be the old one while the epoch is already the new), and during
  * recovery (a replayed change bumps nothing, and a promotion would make
  * the judgement look fresh).
@@ -795,7 +798,7 @@ rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k)
 uint64
 rl_memory_epoch(void)
 {
-	if (shared == NULL || RecoveryInProgress() ||
+	if (shared == NULL || RecoveryInProgress() || names_changed ||
 		pg_atomic_read_u32(&shared->changing) != 0)
 		return PG_UINT64_MAX;
 	return pg_atomic_read_u64(&shared->epoch);
@@ -1301,7 +1304,8 @@ finish_names(void)
 						continue;
 					if (c->every_name)
 						match = e->dbid == MyDatabaseId &&
-							e->space == c->key.space &&
+							(e->space == c->key.space ||
+							 !OidIsValid(c->key.space)) &&
 							(c->space_gone || !e->is_inline);
 					else
 						match = !e->is_inline &&
@@ -1345,6 +1349,26 @@ memory_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 {
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
+	/*
+	 * A trigger enabled or disabled in this database (ALTER TABLE ... ENABLE
+	 * or DISABLE TRIGGER, pg_restore --disable-triggers): definitions may
+	 * have changed by hand meanwhile without firing anything, so at commit
+	 * no judgement of this database's defined limits counts any more.
+	 */
+	if (access == OAT_POST_ALTER && classId == TriggerRelationId &&
+		storage != MEM_NONE)
+	{
+		MemChange  *c;
+
+		(void) store();
+		c = next_change();
+		c->kind = CHANGE_NAME;
+		c->subid = GetCurrentSubTransactionId();
+		c->key.space = InvalidOid;	/* every install of this database */
+		c->every_name = true;
+		nchanges++;
+		names_changed = true;
+	}
 	if (access == OAT_DROP && classId == RelationRelationId && subId == 0 &&
 		storage != MEM_NONE)
 	{

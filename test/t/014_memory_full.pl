@@ -147,5 +147,45 @@ is( $node->safe_psql('postgres', "$t7 DO \$\$ DECLARE n int := 0; BEGIN
 		SELECT memory_full_errors - $errors FROM rl_stats_info"),
 	'0', 'a change to another limit: the idle keys of h are dropped for new ones, no new 53400');
 
+# Judgements no change may keep: a take under the transaction's own
+# definition change, rolled back; and a definition edited by hand between
+# disabling and enabling the trigger in one transaction.  Each key drained
+# under 10 an hour; after the store is filled half an hour (a) or an hour
+# (a2) later, it holds 5 and 10, as under the policy in force.
+sub fill_store
+{
+	my ($clock, $prefix) = @_;
+	$node->safe_psql('postgres', "$clock DO \$\$ BEGIN
+		FOR i IN 1..200 LOOP
+			BEGIN PERFORM rl_limit('h', '$prefix' || i);
+			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
+		END LOOP; END \$\$");
+}
+my $t8 = "SET ratelimit.now_override = '2030-01-03 03:00:00+00';";
+my $t8b = "SET ratelimit.now_override = '2030-01-03 03:00:05+00';";
+my $t9 = "SET ratelimit.now_override = '2030-01-03 03:30:00+00';";
+my $t10 = "SET ratelimit.now_override = '2030-01-03 04:00:00+00';";
+$node->safe_psql('postgres', q{
+	SELECT rl_define('a', 'token bucket', 10, '1 hour', storage => 'memory');
+	SELECT rl_define('a2', 'token bucket', 10, '1 hour', storage => 'memory');
+});
+$node->safe_psql('postgres',
+	"$t8 SELECT rl_limit('a', 'k', 10); SELECT rl_limit('a2', 'k', 10);");
+$node->safe_psql('postgres', "$t8b BEGIN;
+	SELECT rl_define('a', 'token bucket', 10, '1 second', storage => 'memory');
+	SELECT rl_limit('a', 'k', 1);
+	ROLLBACK;");
+fill_store($t9, 'd');
+is($node->safe_psql('postgres', "$t9 SELECT value FROM rl_value('a', 'k')"),
+	'5', 'a take under a rolled-back definition of its own: the key is not dropped');
+$node->safe_psql('postgres', q{BEGIN;
+	ALTER TABLE rl_definitions DISABLE TRIGGER rl_definitions_row_changed;
+	UPDATE rl_definitions SET capacity = 1000 WHERE name = 'a2';
+	ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_row_changed;
+	COMMIT;});
+fill_store($t10, 'e');
+is($node->safe_psql('postgres', "$t10 SELECT value FROM rl_value('a2', 'k')"),
+	'10', 'a hand edit between disabling and enabling the trigger: the key is not dropped');
+
 $node->stop;
 done_testing();
