@@ -229,6 +229,18 @@ SELECT rl_gc_memory() >= 0 AS works_read_only;
 SELECT error_of($$SELECT rl_gc()$$);
 COMMIT;
 SELECT error_of($$SELECT rl_gc_memory(0)$$);
+-- rl_gc in a transaction that changed a definition judges nothing under
+-- that uncommitted definition: after the rollback the key is still drained
+SELECT rl_define('slow', 'token bucket', 10, '1 day', storage => 'memory');
+SELECT count(*) FILTER (WHERE (rl_limit('slow', 'k')).ok) AS granted FROM generate_series(1, 11);
+SET ratelimit.now_override = '2026-01-01 09:00:01+00';
+BEGIN;
+SELECT rl_define('slow', 'token bucket', 10, '1 millisecond', storage => 'memory');
+SELECT rl_gc_memory() >= 0 AS swept;
+ROLLBACK;
+SELECT count(*) FILTER (WHERE (rl_limit('slow', 'k')).ok) AS granted_after_rollback
+FROM generate_series(1, 10);
+SELECT rl_undefine('slow');
 
 ------------------------------------------------------------------ observability
 SELECT memory_storage, memory_max_keys > 0 AS has_room, memory_keys >= 0 AS counts_keys,

@@ -806,7 +806,8 @@ rl_memory_epoch(void)
 
 /*
  * The epoch rl_gc reads before the definitions it judges under:
- * UINT64_MAX while a definition change is committing (rl_memory_gc then
+ * UINT64_MAX in a transaction that changed a definition, and while a
+ * definition change is committing (rl_memory_gc then
  * judges no defined limit's entry).  In recovery the real one, which this
  * backend's own invalidations bump (memory_relcache_callback).
  */
@@ -815,7 +816,8 @@ rl_memory_gc_epoch(void)
 {
 	MemShared  *s = store();
 
-	if (pg_atomic_read_u32(&s->changing) != 0)
+	/* its own uncommitted definitions would be what it reads */
+	if (names_changed || pg_atomic_read_u32(&s->changing) != 0)
 		return PG_UINT64_MAX;
 	return pg_atomic_read_u64(&s->epoch);
 }
