@@ -67,6 +67,9 @@ fi
 redis_pid=
 # start_holder and stop_holder: a session holding a snapshot
 source "$(dirname "$0")/holder.sh"
+# ratio, holds, target_row (a target column of 12)
+source "$(dirname "$0")/targets.sh"
+target_width=12
 stop_all() {
 	stop_holder
 	if [ -n "$redis_pid" ]; then
@@ -155,9 +158,6 @@ measure() {
 }
 med() {
 	printf '%s\n' ${runs[$1]} | sort -g | sed -n "$(((rounds + 1) / 2))p"
-}
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 }
 
 # a first, shorter redis-benchmark run sets how many requests fill $seconds
@@ -269,23 +269,6 @@ printf '%-60s %12s\n' "bytes per key (at memory_max_keys = $max_keys)" "$per_key
 printf '%-60s %12s\n' "keys granted filling the store (${fill_s}s), keys held" "$filled, $keys_held"
 printf '%-60s %12s\n' "a new key past the last (SQLSTATE)" "${over:-none}"
 
-holds() {
-	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { exit !(op == "<=" ? v <= t : op == ">=" ? v >= t : v < t) }'
-}
-# target_row LABEL TARGET_TEXT MEASURED_TEXT [OP VALUE TARGET]...
-target_row() {
-	local label=$1 target=$2 measured=$3 verdict=met
-	shift 3
-	while [ $# -gt 0 ]; do
-		if [ -z "$2" ]; then
-			verdict="not measured" measured="-"
-			break
-		fi
-		holds "$2" "$1" "$3" || verdict="not met"
-		shift 3
-	done
-	printf '%-66s %-12s %16s  %s\n' "$label" "$target" "$measured" "$verdict"
-}
 r_redis=$(ratio "$mem" "$redis") r_sel1=$(ratio "$mem" "$sel1") r_hot=$(ratio "$mhot16" "$mkeys16")
 r_long=$(ratio "$long_mem_held" "$long_mem_free")
 printf '\n%-66s %-12s %16s  %s\n' "targets of the memory store (issue 25)" "target" "measured" "verdict"

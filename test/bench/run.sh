@@ -54,6 +54,8 @@
 # knob RL_BENCH_LONG_SECONDS), for quick checks of the rest.
 source "$(dirname "$0")/../lib.sh"
 here=$RL_REPO/test/bench
+# ratio, holds, target_row
+source "$here/targets.sh"
 reps=${RL_BENCH_REPS:-3}
 seconds=${RL_BENCH_SECONDS:-5}
 
@@ -121,10 +123,6 @@ median() {
 	printf '%s\n' "${runs[@]}" | sort -g | sed -n "$(((reps + 1) / 2))p"
 }
 
-# a / b, to two places
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
-}
 
 # Footprint: state table plus primary key per key, 100,000 short keys
 # freshly written (and nothing else in the table but 16 shard rows).
@@ -320,25 +318,6 @@ RL_BENCH_INSTALLED=1 "$here/external/run.sh" || external_status=$?
 external() {
 	[ -f "$figures" ] && awk -v k="$1" '$1 == k && $2 != "-" { print $2 }' "$figures"
 	return 0
-}
-# holds VALUE OP TARGET: whether VALUE OP TARGET (OP is <=, >= or <)
-holds() {
-	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { exit !(op == "<=" ? v <= t : op == ">=" ? v >= t : v < t) }'
-}
-# target_row LABEL TARGET_TEXT MEASURED_TEXT [OP VALUE TARGET]...: one row,
-# met when every condition holds, not measured when a value is empty
-target_row() {
-	local label=$1 target=$2 measured=$3 verdict=met
-	shift 3
-	while [ $# -gt 0 ]; do
-		if [ -z "$2" ]; then
-			verdict="not measured" measured="-"
-			break
-		fi
-		holds "$2" "$1" "$3" || verdict="not met"
-		shift 3
-	done
-	printf '%-66s %-20s %16s  %s\n' "$label" "$target" "$measured" "$verdict"
 }
 first_ratio=$(ratio "$first_ms" "$bare_ms") limit_ratio=$(ratio "$limit_ms" "$bare_ms")
 hot16_ratio=$(ratio "$hot16" "$keys16")
