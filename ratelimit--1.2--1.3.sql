@@ -11,6 +11,15 @@ ALTER TABLE @extschema@.rl_definitions ADD COLUMN storage text NOT NULL DEFAULT 
 COMMENT ON COLUMN @extschema@.rl_definitions.storage IS
 	'where the limit''s state lives: ''table'' (rows of rate_limits) or ''memory'' (the memory store, in shared memory)';
 
+-- Shadow mode and automatic blocks (1.3): options of a defined limit.
+ALTER TABLE @extschema@.rl_definitions ADD COLUMN shadow boolean NOT NULL DEFAULT false,
+	ADD COLUMN block_for interval
+		CHECK (block_for OPERATOR(pg_catalog.>) '0'::pg_catalog.interval);
+COMMENT ON COLUMN @extschema@.rl_definitions.shadow IS
+	'shadow mode: every call is granted, and those the limit would refuse take nothing and are counted in rl_stats.shadow_refused';
+COMMENT ON COLUMN @extschema@.rl_definitions.block_for IS
+	'a refused call blocks its key this long (not lengthened by calls refused during the block); NULL: no automatic block';
+
 DROP FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer);
 DROP FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz);
 DROP FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz);
@@ -51,15 +60,17 @@ CREATE FUNCTION @extschema@.rl_define(
 	max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1,
 	start timestamptz DEFAULT NULL,
-	storage text DEFAULT 'table')
+	storage text DEFAULT 'table',
+	shadow boolean DEFAULT false,
+	block_for interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_define'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) IS
-	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; the state of the store it keeps is kept';
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, boolean, interval) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; shadow: grant and count what it would refuse; block_for: block a key that is refused; the state of the store it keeps is kept';
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, boolean, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) TO PUBLIC;
 
@@ -207,3 +218,72 @@ COMMENT ON FUNCTION @extschema@.rl_gc_memory(integer) IS
 REVOKE ALL ON FUNCTION @extschema@.rl_gc_memory(integer) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.rl_gc(integer) IS
 	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then idle entries of the memory store; returns how many';
+
+-- rl_stats (1.3): shadow_refused and blocks, after the columns of 1.2.
+DROP VIEW @extschema@.rl_stats;
+DROP FUNCTION @extschema@.rl_stats_rows();
+CREATE FUNCTION @extschema@.rl_stats_rows(
+	OUT dbid oid,
+	OUT name text,
+	OUT calls bigint,
+	OUT granted bigint,
+	OUT refused bigint,
+	OUT errors bigint,
+	OUT tokens float8,
+	OUT reservations bigint,
+	OUT deepest_reservation float8,
+	OUT lock_waits bigint,
+	OUT lock_wait_time float8,
+	OUT both_shards_busy bigint,
+	OUT last_refusal timestamptz,
+	OUT stats_reset timestamptz,
+	OUT shadow_refused bigint,
+	OUT blocks bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'rl_stats_rows'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_stats_rows() IS
+	'the counters behind the view rl_stats, one row per (database, limit name) tracked';
+REVOKE ALL ON FUNCTION @extschema@.rl_stats_rows() FROM PUBLIC;
+
+-- Not granted to PUBLIC: it lists every limit name of every database.
+CREATE VIEW @extschema@.rl_stats AS
+SELECT s.dbid,
+	d.datname,
+	s.name,
+	s.calls,
+	s.granted,
+	s.refused,
+	s.errors,
+	s.tokens,
+	s.reservations,
+	s.deepest_reservation,
+	s.lock_waits,
+	s.lock_wait_time,
+	s.both_shards_busy,
+	s.shadow_refused,
+	s.blocks,
+	s.last_refusal,
+	s.stats_reset
+FROM @extschema@.rl_stats_rows() s
+LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) s.dbid;
+COMMENT ON VIEW @extschema@.rl_stats IS
+	'per limit name and database: what consuming calls (rl_limit, rl_limit_all, rl_enforce) did since stats_reset; cumulative, not transactional';
+COMMENT ON COLUMN @extschema@.rl_stats.dbid IS 'the database the calls ran in';
+COMMENT ON COLUMN @extschema@.rl_stats.datname IS 'its name';
+COMMENT ON COLUMN @extschema@.rl_stats.name IS 'the limit name';
+COMMENT ON COLUMN @extschema@.rl_stats.calls IS 'consuming calls counted: granted + refused + errors';
+COMMENT ON COLUMN @extschema@.rl_stats.granted IS 'calls granted (in a refused rl_limit_all, a limit that would have granted)';
+COMMENT ON COLUMN @extschema@.rl_stats.refused IS 'calls refused, returned as ok = false or raised as RL001';
+COMMENT ON COLUMN @extschema@.rl_stats.errors IS 'calls that raised another error once their limit was known: an impossible count, a lock or statement timeout, a serialization failure, a cancel';
+COMMENT ON COLUMN @extschema@.rl_stats.tokens IS 'tokens granted calls took, reservations included';
+COMMENT ON COLUMN @extschema@.rl_stats.reservations IS 'granted calls that reserved: took the value below zero, and were told when to run';
+COMMENT ON COLUMN @extschema@.rl_stats.deepest_reservation IS 'the most tokens below zero a granted reservation left (0 if none)';
+COMMENT ON COLUMN @extschema@.rl_stats.lock_waits IS 'times a call found its row locked by another transaction and waited';
+COMMENT ON COLUMN @extschema@.rl_stats.lock_wait_time IS 'milliseconds spent in those waits, timed-out waits included';
+COMMENT ON COLUMN @extschema@.rl_stats.both_shards_busy IS 'times a sharded call found both shards it picked locked, and so waited for one';
+COMMENT ON COLUMN @extschema@.rl_stats.shadow_refused IS 'calls a limit in shadow mode granted though it would have refused them (counted as granted, taking nothing)';
+COMMENT ON COLUMN @extschema@.rl_stats.blocks IS 'refused calls that blocked their key (block_for)';
+COMMENT ON COLUMN @extschema@.rl_stats.last_refusal IS 'the time of the latest refusal (the limiter''s clock); NULL if none';
+COMMENT ON COLUMN @extschema@.rl_stats.stats_reset IS 'since when this row counts: its first call, or rl_stats_reset(name)';
+REVOKE ALL ON @extschema@.rl_stats FROM PUBLIC;

@@ -49,10 +49,17 @@ CREATE TABLE @extschema@.rl_definitions (
 	shards integer NOT NULL DEFAULT 1,
 	start timestamptz,
 	storage text NOT NULL DEFAULT 'table'
-		CHECK (storage OPERATOR(pg_catalog.=) ANY (ARRAY['table', 'memory']))
+		CHECK (storage OPERATOR(pg_catalog.=) ANY (ARRAY['table', 'memory'])),
+	shadow boolean NOT NULL DEFAULT false,
+	block_for interval
+		CHECK (block_for OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)
 );
 COMMENT ON COLUMN @extschema@.rl_definitions.storage IS
 	'where the limit''s state lives: ''table'' (rows of rate_limits) or ''memory'' (the memory store, in shared memory)';
+COMMENT ON COLUMN @extschema@.rl_definitions.shadow IS
+	'shadow mode: every call is granted, and those the limit would refuse take nothing and are counted in rl_stats.shadow_refused';
+COMMENT ON COLUMN @extschema@.rl_definitions.block_for IS
+	'a refused call blocks its key this long (not lengthened by calls refused during the block); NULL: no automatic block';
 COMMENT ON TABLE @extschema@.rl_definitions IS
 	'named rate limit definitions; write them with rl_define() and rl_undefine()';
 
@@ -113,12 +120,14 @@ CREATE FUNCTION @extschema@.rl_define(
 	max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1,
 	start timestamptz DEFAULT NULL,
-	storage text DEFAULT 'table')
+	storage text DEFAULT 'table',
+	shadow boolean DEFAULT false,
+	block_for interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_define'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) IS
-	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; the state of the store it keeps is kept';
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, boolean, interval) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; shadow: grant and count what it would refuse; block_for: block a key that is refused; the state of the store it keeps is kept';
 
 CREATE FUNCTION @extschema@.rl_undefine(name text)
 RETURNS void
@@ -421,7 +430,7 @@ REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) F
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
@@ -1065,7 +1074,9 @@ CREATE FUNCTION @extschema@.rl_stats_rows(
 	OUT lock_wait_time float8,
 	OUT both_shards_busy bigint,
 	OUT last_refusal timestamptz,
-	OUT stats_reset timestamptz)
+	OUT stats_reset timestamptz,
+	OUT shadow_refused bigint,
+	OUT blocks bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'rl_stats_rows'
 LANGUAGE C VOLATILE;
@@ -1088,6 +1099,8 @@ SELECT s.dbid,
 	s.lock_waits,
 	s.lock_wait_time,
 	s.both_shards_busy,
+	s.shadow_refused,
+	s.blocks,
 	s.last_refusal,
 	s.stats_reset
 FROM @extschema@.rl_stats_rows() s
@@ -1107,6 +1120,8 @@ COMMENT ON COLUMN @extschema@.rl_stats.deepest_reservation IS 'the most tokens b
 COMMENT ON COLUMN @extschema@.rl_stats.lock_waits IS 'times a call found its row locked by another transaction and waited';
 COMMENT ON COLUMN @extschema@.rl_stats.lock_wait_time IS 'milliseconds spent in those waits, timed-out waits included';
 COMMENT ON COLUMN @extschema@.rl_stats.both_shards_busy IS 'times a sharded call found both shards it picked locked, and so waited for one';
+COMMENT ON COLUMN @extschema@.rl_stats.shadow_refused IS 'calls a limit in shadow mode granted though it would have refused them (counted as granted, taking nothing)';
+COMMENT ON COLUMN @extschema@.rl_stats.blocks IS 'refused calls that blocked their key (block_for)';
 COMMENT ON COLUMN @extschema@.rl_stats.last_refusal IS 'the time of the latest refusal (the limiter''s clock); NULL if none';
 COMMENT ON COLUMN @extschema@.rl_stats.stats_reset IS 'since when this row counts: its first call, or rl_stats_reset(name)';
 REVOKE ALL ON @extschema@.rl_stats FROM PUBLIC;

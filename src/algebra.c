@@ -382,6 +382,23 @@ rl_state_is_idle(const RlPolicy *policy, int64_t origin, RlState state,
 	return current.value >= fresh.value && current.ts == fresh.ts;
 }
 
+/*
+ * Whether a stored state is blocked at now: counted from a time (a token
+ * bucket) or a window (a fixed window) after now's, which only a block
+ * leaves (rl_block_state; a clock that stepped back reads the same, and is
+ * as good a reason not to block again).  A block that ends within now's
+ * window of a fixed window is not told apart from an empty window.
+ */
+bool
+rl_state_is_blocked(const RlPolicy *policy, int64_t origin, RlState state,
+					int64_t now)
+{
+	if (policy->kind == RL_TOKEN_BUCKET)
+		return state.ts > now;
+	return rl_window_start(state.ts, origin, policy->period) >
+		rl_window_start(now, origin, policy->period);
+}
+
 static RlStatus wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 						 double target, int64_t now, int64_t *wait);
 

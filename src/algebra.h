@@ -75,6 +75,9 @@ typedef struct RlPolicy
 	bool		has_start;		/* false: window phase comes from a hash */
 	int64_t		start;			/* a window start (fixed window only) */
 	RlStore		store;			/* where its state lives */
+	/* options of a defined limit (rl_define), never of an inline config */
+	bool		shadow;			/* grant what it would refuse, and count it */
+	int64_t		block_for;		/* block a refused key this long; 0: never */
 } RlPolicy;
 
 /* The two numbers stored per (name, key, shard). */
@@ -112,6 +115,9 @@ typedef struct RlShardDecision
 	int64_t		reset_after;
 	bool		write[2];		/* which shards to store */
 	RlState		state[2];
+	/* what a defined limit's options did (limit.c sets them, not this file) */
+	bool		shadowed;		/* refused, granted by shadow mode */
+	bool		blocked;		/* refused, and the key blocked for it */
 } RlShardDecision;
 
 extern const char *rl_kind_name(RlKind kind);
@@ -132,6 +138,8 @@ extern RlStatus rl_initial_state(const RlPolicy *policy, int64_t origin,
 								 int64_t now, RlState *state);
 extern RlState rl_refill(const RlPolicy *policy, int64_t origin,
 						 RlState state, int64_t now);
+extern bool rl_state_is_blocked(const RlPolicy *policy, int64_t origin,
+								RlState state, int64_t now);
 extern bool rl_state_is_idle(const RlPolicy *policy, int64_t origin,
 							 RlState state, int64_t now);
 extern bool rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,

@@ -610,12 +610,12 @@ rl_define(PG_FUNCTION_ARGS)
 {
 	RlCallCache *cache = call_cache(fcinfo);
 	text	   *name = call_name(fcinfo);
-	Datum		values[RL_POLICY_NATTS];
-	bool		nulls[RL_POLICY_NATTS];
+	Datum		values[RL_DEFINITION_NATTS];
+	bool		nulls[RL_DEFINITION_NATTS];
 	RlPolicy	policy;
 
-	/* rl_define of 1.0 to 1.2 has no storage argument */
-	for (int i = 0; i < RL_POLICY_NATTS; i++)
+	/* rl_define of 1.0 to 1.2 has no storage, shadow or block_for */
+	for (int i = 0; i < RL_DEFINITION_NATTS; i++)
 	{
 		nulls[i] = i + 1 >= PG_NARGS() || PG_ARGISNULL(i + 1);
 		values[i] = nulls[i] ? (Datum) 0 : PG_GETARG_DATUM(i + 1);
@@ -629,6 +629,7 @@ rl_define(PG_FUNCTION_ARGS)
 				 errhint("Define a concurrency limit with rl_define_concurrency().")));
 	rl_policy_fill_defaults(values, nulls);
 	rl_policy_from_values(values, nulls, &policy);
+	rl_definition_options_from_values(values, nulls, &policy);
 	if (policy.store == RL_STORE_MEMORY)
 		rl_memory_require();
 
@@ -893,8 +894,8 @@ rl_define_concurrency(PG_FUNCTION_ARGS)
 {
 	RlCallCache *cache = call_cache(fcinfo);
 	text	   *name = call_name(fcinfo);
-	Datum		values[RL_POLICY_NATTS] = {0};
-	bool		nulls[RL_POLICY_NATTS];
+	Datum		values[RL_DEFINITION_NATTS] = {0};
+	bool		nulls[RL_DEFINITION_NATTS];
 	RlPolicy	policy;
 	RlPolicy	previous;
 	bool		defined;
@@ -902,7 +903,7 @@ rl_define_concurrency(PG_FUNCTION_ARGS)
 
 	require_arg(fcinfo, 1, "permits");
 	leases = required_bool(fcinfo, 2, "leases");
-	for (int i = 0; i < RL_POLICY_NATTS; i++)
+	for (int i = 0; i < RL_DEFINITION_NATTS; i++)
 		nulls[i] = true;
 	values[RL_POLICY_KIND] = CStringGetTextDatum(rl_kind_name(leases ?
 															  RL_CONCURRENCY_LEASE :

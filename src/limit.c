@@ -1312,6 +1312,60 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 }
 
 /*
+ * Shadow mode: a refusal of a limit in shadow mode becomes a grant that
+ * takes nothing (the state stays as the refusal left it, so the limit goes
+ * on refusing exactly what an enforcing one would).  The answer keeps the
+ * refusal's retry_after: a grant with a retry_after, without reserve, is
+ * what tells the caller.  Resets the flags of the options first.
+ */
+static void
+apply_shadow(const RlTarget *target, RlAnswer *answer)
+{
+	answer->shadowed = false;
+	answer->blocked = false;
+	if (answer->ok || !target->policy.shadow)
+		return;
+	answer->ok = true;
+	answer->shadowed = true;
+	answer->write[0] = answer->write[1] = false;
+}
+
+/*
+ * block_for: a refused call blocks its key for that long from now, in the
+ * caller's transaction (a rollback, or rl_enforce's error, undoes it, as
+ * it would an rl_block).  A key already blocked (this option or rl_block)
+ * is left as it is, read without a lock: calls refused during a block do
+ * not lengthen it, and write nothing.  The answer then reports the block.
+ */
+static void
+apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
+{
+	TimestampTz now;
+	RlState		state;
+	RlPolicy	policy;
+	RlDecision	d;
+
+	if (answer->ok || target->policy.block_for <= 0)
+		return;
+	now = rl_clock_now();
+	state = rl_current(target);
+	if (rl_state_is_blocked(&target->policy, target->origin, state, now))
+		return;
+	state = rl_adjust(target, RL_ADJUST_BLOCK, 0, target->policy.block_for);
+	policy = row_policy(target);
+	now = rl_clock_now();
+	check_answered(rl_decide(&policy, target->origin, &state, now, count,
+							 reserve, &d), now);
+	if (d.ok)
+		return;					/* can't happen: the block refuses count */
+	answer->blocked = true;
+	answer->has_retry = d.has_retry;
+	answer->retry_after = d.retry_after;
+	answer->remaining = d.remaining;
+	answer->reset_after = d.reset_after;
+}
+
+/*
  * Count a decided call in the limit's statistics.  consumed: its tokens
  * were taken (false for a limit that granted inside an rl_limit_all call
  * another limit refused).
@@ -1320,6 +1374,8 @@ static void
 count_answer(const RlTarget *target, RlStatsCall *call, double count,
 			 const RlAnswer *answer, bool consumed)
 {
+	call->values[RL_STAT_shadow_refused] = answer->shadowed;
+	call->values[RL_STAT_blocks] = answer->blocked;
 	if (!answer->ok)
 	{
 		rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
@@ -1352,6 +1408,8 @@ rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	{
 		rl_target_check_count(target, count, reserve);
 		consume_one(target, count, reserve, answer);
+		apply_shadow(target, answer);
+		apply_block(target, count, reserve, answer);
 		return;
 	}
 	rl_stats_attribute(callp);
@@ -1359,6 +1417,8 @@ rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	{
 		rl_target_check_count(target, count, reserve);
 		consume_one(target, count, reserve, answer);
+		apply_shadow(target, answer);
+		apply_block(target, count, reserve, answer);
 	}
 	PG_CATCH();
 	{
@@ -1627,6 +1687,9 @@ compare_order(const void *a, const void *b, void *arg)
  * every limit granted.  calls: where each limit's statistics gather, or
  * NULL when they are not tracked.
  */
+static int	block_all(RlTarget *targets, double *total, int n, bool reserve,
+					  RlAnswer *answers, const int *first, const int *order);
+
 static int
 consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 			RlAnswer *answers, const int *first, const int *order,
@@ -1662,12 +1725,14 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		rl_target_check_count(&targets[i], total[i], reserve);
 		recheck_definition(&targets[i], total[i], reserve);
 		peek(&targets[i], total[i], reserve, &answers[i], &read[i]);
+		apply_shadow(&targets[i], &answers[i]);
 		if (!answers[i].ok &&
 			(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
 			refused = i;
 	}
 	if (refused >= 0)
 	{
+		refused = block_all(targets, total, n, reserve, answers, first, order);
 		for (int i = 0; i < n; i++)
 		{
 			if (first[i] != i)
@@ -1708,6 +1773,7 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 			continue;
 		recheck_definition(&targets[i], total[i], reserve);
 		decide_hold(&targets[i], &held[i], total[i], reserve, &answers[i]);
+		apply_shadow(&targets[i], &answers[i]);
 		if (!answers[i].ok &&
 			(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
 			refused = i;
@@ -1735,6 +1801,7 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 			hold_memory(&targets[i], &mkeys[m++], now, &held[i]);
 			decide_held_at(&targets[i], &held[i], total[i], reserve,
 						   &answers[i], now);
+			apply_shadow(&targets[i], &answers[i]);
 			if (!answers[i].ok &&
 				(refused < 0 || answers[i].retry_after > answers[refused].retry_after))
 				refused = i;
@@ -1746,6 +1813,11 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 
 			if (first[i] != i || targets[i].policy.store != RL_STORE_MEMORY)
 				continue;
+			if (answers[i].shadowed)
+			{
+				m++;
+				continue;
+			}
 			rl_memory_take(&mkeys[m++], &targets[i].policy, targets[i].origin,
 						   now, total[i], targets[i].memory_epoch);
 		}
@@ -1753,6 +1825,8 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	}
 
 	/* all or nothing, written in canonical order too */
+	if (refused >= 0)
+		refused = block_all(targets, total, n, reserve, answers, first, order);
 	for (int k = 0; k < n; k++)
 	{
 		int			i = order[k];
@@ -1773,6 +1847,30 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		if (first[i] == i)
 			count_answer(&targets[i], &calls[i], total[i], &answers[i],
 						 refused < 0);
+	return refused;
+}
+
+/*
+ * block_for in a refused rl_limit_all call: each limit that refused by
+ * itself blocks its key (apply_block), in canonical order.  Returns the
+ * refusing limit with the longest retry_after once the blocks are known.
+ */
+static int
+block_all(RlTarget *targets, double *total, int n, bool reserve,
+		  RlAnswer *answers, const int *first, const int *order)
+{
+	int			refused = -1;
+
+	for (int k = 0; k < n; k++)
+	{
+		int			i = order[k];
+
+		if (first[i] != i || answers[i].ok)
+			continue;
+		apply_block(&targets[i], total[i], reserve, &answers[i]);
+		if (refused < 0 || answers[i].retry_after > answers[refused].retry_after)
+			refused = i;
+	}
 	return refused;
 }
 

@@ -162,6 +162,8 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	double		period;
 	const char *problem;
 
+	policy->shadow = false;
+	policy->block_for = 0;
 	require_column(nulls, RL_POLICY_KIND);
 	kind = TextDatumGetCString(values[RL_POLICY_KIND]);
 	if (!rl_kind_parse(kind, &policy->kind))
@@ -212,6 +214,43 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s", problem)));
+}
+
+/*
+ * The options of a defined limit, columns RL_DEFINITION_SHADOW and
+ * RL_DEFINITION_BLOCK_FOR of values (NULL: the default, off), into a
+ * policy rl_policy_from_values has filled.  A concurrency limit has
+ * neither: it refuses nothing a block or a shadow could apply to.
+ */
+void
+rl_definition_options_from_values(Datum *values, bool *nulls,
+								  RlPolicy *policy)
+{
+	policy->shadow = !nulls[RL_DEFINITION_SHADOW] &&
+		DatumGetBool(values[RL_DEFINITION_SHADOW]);
+	policy->block_for = 0;
+	if (!nulls[RL_DEFINITION_BLOCK_FOR])
+	{
+		double		block_for =
+			rl_interval_usecs(DatumGetIntervalP(values[RL_DEFINITION_BLOCK_FOR]));
+
+		if (!(block_for >= 1 && block_for <= (double) RL_MAX_PERIOD))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("block_for must be between 1 microsecond and 100 years")));
+		policy->block_for = (int64) block_for;
+	}
+	if (policy->block_for > 0 && policy->shards > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a sharded limit cannot have block_for"),
+				 errdetail("Shards serve one hot key, such as a global limit; blocking it would block every caller."),
+				 errhint("Block the keys of a limit without shards, or call rl_block().")));
+	if (RL_KIND_IS_CONCURRENCY(policy->kind) &&
+		(policy->shadow || policy->block_for > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a concurrency limit has no shadow mode and no block_for")));
 }
 
 /* Check and convert an inline policy, a value of type rl_policy. */

@@ -28,9 +28,20 @@
 #define RL_POLICY_STORAGE		7
 #define RL_POLICY_NATTS			8
 
+/*
+ * rl_definitions has two more columns after those: options of a defined
+ * limit that no inline config carries (they change what a call does, not
+ * the state it keeps).
+ */
+#define RL_DEFINITION_SHADOW	8
+#define RL_DEFINITION_BLOCK_FOR	9
+#define RL_DEFINITION_NATTS		10
+
 extern void rl_policy_from_values(Datum *values, bool *nulls,
 								  RlPolicy *policy);
 extern void rl_policy_fill_defaults(Datum *values, bool *nulls);
+extern void rl_definition_options_from_values(Datum *values, bool *nulls,
+											 RlPolicy *policy);
 extern void rl_policy_from_composite(HeapTupleHeader tuple, RlPolicy *policy);
 extern Interval *rl_usecs_to_interval(int64 usecs);
 extern double rl_interval_usecs(const Interval *span);

@@ -640,7 +640,6 @@ rl_stats_rows(PG_FUNCTION_ARGS)
 		RlStatsEntry entry;
 		Datum		values[RL_STAT_COUNT + 4];
 		bool		nulls[RL_STAT_COUNT + 4] = {false};
-		int			col = 0;
 
 		/* a reset may have emptied the table meanwhile */
 		SpinLockAcquire(&s->mutex);
@@ -652,18 +651,21 @@ rl_stats_rows(PG_FUNCTION_ARGS)
 		entry = table_entries(s)[e];
 		SpinLockRelease(&s->mutex);
 
-		values[col++] = ObjectIdGetDatum(entry.dbid);
-		values[col++] = PointerGetDatum(cstring_to_text_with_len(entry.name,
-																 entry.name_len));
+		values[0] = ObjectIdGetDatum(entry.dbid);
+		values[1] = PointerGetDatum(cstring_to_text_with_len(entry.name,
+															 entry.name_len));
+#define RL_STAT_POS(id) (2 + (id) + ((id) >= RL_STATS_V12_COUNTERS ? 2 : 0))
 #define RL_STAT_OUT_COUNT(id) Int64GetDatum((int64) entry.values[id])
 #define RL_STAT_OUT_SUM(id) Float8GetDatum(entry.values[id])
 #define RL_STAT_OUT_MAX(id) Float8GetDatum(entry.values[id])
-#define RL_STAT_OUT(name, kind) values[col++] = RL_STAT_OUT_##kind(RL_STAT_##name);
+#define RL_STAT_OUT(name, kind) \
+		values[RL_STAT_POS(RL_STAT_##name)] = RL_STAT_OUT_##kind(RL_STAT_##name);
 		RL_STATS_COUNTERS(RL_STAT_OUT)
 #undef RL_STAT_OUT
-		nulls[col] = !entry.has_refusal;
-		values[col++] = TimestampTzGetDatum(entry.last_refusal);
-		values[col++] = TimestampTzGetDatum(entry.stats_reset);
+		nulls[2 + RL_STATS_V12_COUNTERS] = !entry.has_refusal;
+		values[2 + RL_STATS_V12_COUNTERS] = TimestampTzGetDatum(entry.last_refusal);
+		values[3 + RL_STATS_V12_COUNTERS] = TimestampTzGetDatum(entry.stats_reset);
+		/* a schema at 1.2 returns fewer columns: the ones after are unread */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -35,7 +35,16 @@
 	X(deepest_reservation, MAX) \
 	X(lock_waits, COUNT) \
 	X(lock_wait_time, SUM) \
-	X(both_shards_busy, COUNT)
+	X(both_shards_busy, COUNT) \
+	X(shadow_refused, COUNT) \
+	X(blocks, COUNT)
+
+/*
+ * The counters 1.2's rl_stats_rows returns, before last_refusal and
+ * stats_reset; those added later follow stats_reset, so the library still
+ * fills the rows of a schema at 1.2.
+ */
+#define RL_STATS_V12_COUNTERS	RL_STAT_shadow_refused
 
 typedef enum RlStatId
 {
@@ -72,6 +81,7 @@ extern void rl_stats_lock_wait_start(void);
 extern void rl_stats_lock_wait_end(void);
 extern void rl_stats_lock_wait_cancel(void);
 extern void rl_stats_both_shards_busy(void);
+extern void rl_stats_shadow_refused(void);
 extern void rl_stats_record(text *name, RlStatsCall *call,
 							RlStatsOutcome outcome, TimestampTz now);
 

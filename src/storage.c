@@ -100,7 +100,7 @@ typedef struct RlPlanSpec
 {
 	const char *sql;			/* each %s stands for the quoted schema name */
 	int			nargs;
-	Oid			argtypes[9];
+	Oid			argtypes[11];
 } RlPlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
@@ -117,24 +117,27 @@ typedef struct RlPlanSpec
 static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
 		"SELECT kind, rate, period, capacity, max_reserved, shards, start,"
-		" storage FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
+		" storage, shadow, block_for FROM ONLY %s.rl_definitions"
+		" WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 	[PLAN_PUT_DEFINITION] = {
 		"INSERT INTO %s.rl_definitions AS d"
 		" (name, kind, rate, period, capacity, max_reserved, shards, start,"
-		" storage)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+		" storage, shadow, block_for)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+		" COALESCE($10, false), $11)"
 		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
 		" rate = excluded.rate, period = excluded.period,"
 		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
 		" shards = excluded.shards, start = excluded.start,"
-		" storage = excluded.storage"
+		" storage = excluded.storage, shadow = excluded.shadow,"
+		" block_for = excluded.block_for"
 		" WHERE d.kind" EQ "excluded.kind OR NOT (d.kind" EQ
 		" ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])"
 		" OR excluded.kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[]))",
-		9, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
-		INT4OID, TIMESTAMPTZOID, TEXTOID}
+		11, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
+		INT4OID, TIMESTAMPTZOID, TEXTOID, BOOLOID, INTERVALOID}
 	},
 	[PLAN_DELETE_DEFINITION] = {
 		"DELETE FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
@@ -295,11 +298,14 @@ prepare_plan(int i, const char *quoted, bool storage)
 	appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted);
 	if (!storage)
 	{
-		replace_once(&sql, " storage FROM ONLY", " NULL::pg_catalog.text FROM ONLY");
+		replace_once(&sql, " storage, shadow, block_for FROM ONLY",
+					 " NULL::pg_catalog.text, NULL::pg_catalog.bool,"
+					 " NULL::pg_catalog.interval FROM ONLY");
 		replace_once(&sql, "d.start, d.storage", "d.start, NULL::pg_catalog.text");
-		replace_once(&sql, " start, storage)", " start)");
-		replace_once(&sql, ", $8, $9)", ", $8)");
-		replace_once(&sql, ", storage = excluded.storage", "");
+		replace_once(&sql, " start, storage, shadow, block_for)", " start)");
+		replace_once(&sql, ", $8, $9, COALESCE($10, false), $11)", ", $8)");
+		replace_once(&sql, ", storage = excluded.storage, shadow = excluded.shadow,"
+					 " block_for = excluded.block_for", "");
 	}
 	plan = SPI_prepare(sql.data, plan_specs[i].nargs,
 					   (Oid *) plan_specs[i].argtypes);
@@ -557,8 +563,8 @@ bool
 rl_storage_get_definition(text *name, RlPolicy *policy)
 {
 	Datum		args[1] = {PointerGetDatum(name)};
-	Datum		values[RL_POLICY_NATTS];
-	bool		nulls[RL_POLICY_NATTS];
+	Datum		values[RL_DEFINITION_NATTS];
+	bool		nulls[RL_DEFINITION_NATTS];
 	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
 
 	run_plan_snapshot(PLAN_GET_DEFINITION, args, NULL, false, latest,
@@ -566,26 +572,28 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 	UnregisterSnapshot(latest);
 	if (SPI_processed == 0)
 		return false;
-	for (int i = 0; i < RL_POLICY_NATTS; i++)
+	for (int i = 0; i < RL_DEFINITION_NATTS; i++)
 		nulls[i] = !result_column(0, i + 1, &values[i]);
 	rl_policy_from_values(values, nulls, policy);
+	rl_definition_options_from_values(values, nulls, policy);
 	return true;
 }
 
 /*
- * Create or replace a definition from checked rl_policy column values;
+ * Create or replace a definition from checked rl_definitions column values
+ * (RL_DEFINITION_NATTS of them);
  * false when it was not replaced because the existing definition is of
  * another form (a rate and a concurrency limit, or permits and leases).
  */
 bool
 rl_storage_put_definition(text *name, Datum *values, bool *nulls)
 {
-	Datum		args[RL_POLICY_NATTS + 1];
-	char		argnulls[RL_POLICY_NATTS + 1];
+	Datum		args[RL_DEFINITION_NATTS + 1];
+	char		argnulls[RL_DEFINITION_NATTS + 1];
 
 	args[0] = PointerGetDatum(name);
 	argnulls[0] = ' ';
-	for (int i = 0; i < RL_POLICY_NATTS; i++)
+	for (int i = 0; i < RL_DEFINITION_NATTS; i++)
 	{
 		args[i + 1] = values[i];
 		argnulls[i + 1] = nulls[i] ? 'n' : ' ';

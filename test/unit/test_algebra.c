@@ -764,6 +764,23 @@ run_adjust(void)
 	expect(out.ts == HOUR && d.retry_after == 110 * MIN,
 		   "block: a microsecond past a start takes its window");
 
+	/* blocked: counted from a later time (bucket) or window (window) */
+	rl_block_state(&tb, 0, &(RlState) {10, 0}, 0, 60 * SEC, &out);
+	expect(rl_state_is_blocked(&tb, 0, out, 0) &&
+		   rl_state_is_blocked(&tb, 0, out, 60 * SEC - 1) &&
+		   !rl_state_is_blocked(&tb, 0, out, 60 * SEC),
+		   "blocked: a bucket until the block's end");
+	expect(!rl_state_is_blocked(&tb, 0, (RlState) {-5, 0}, 0),
+		   "blocked: an empty bucket is not");
+	/* 10 min + 80 min: ts = 1h, the window before 2h */
+	rl_block_state(&fw, 0, &(RlState) {5, 0}, 10 * MIN, 80 * MIN, &out);
+	expect(out.ts == HOUR && rl_state_is_blocked(&fw, 0, out, 10 * MIN) &&
+		   rl_state_is_blocked(&fw, 0, out, HOUR - 1) &&
+		   !rl_state_is_blocked(&fw, 0, out, HOUR),
+		   "blocked: a window until the window of its end");
+	expect(!rl_state_is_blocked(&fw, 0, (RlState) {0, 0}, 10 * MIN),
+		   "blocked: an empty window is not");
+
 	/* spread 4 over {5, 1, 3} (capacity 5): 2 each to the two open */
 	spread[0] = 5;
 	spread[1] = 1;

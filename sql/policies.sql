@@ -1,0 +1,143 @@
+-- Options of a defined limit: shadow mode and automatic blocks, on both
+-- stores (the table, and memory); make test runs this file on the direct
+-- path and again on the SQL path.
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+SET intervalstyle = 'postgres';
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+
+-- one call per row, in order: rl_limit is volatile, and each row calls it
+-- once through a correlated LATERAL
+CREATE FUNCTION calls(lim text, n integer, k text DEFAULT 'k')
+RETURNS TABLE (i integer, ok boolean, retry_after interval, remaining float8)
+LANGUAGE sql AS $$
+	SELECT g, r.ok, r.retry_after, r.remaining
+	FROM generate_series(1, n) g,
+		LATERAL rl_limit(lim, k || repeat('', g)) r
+	ORDER BY g
+$$;
+
+-- Shadow mode: every call is granted; those the limit would refuse take
+-- nothing, say so with a retry_after (ok with a retry_after, without
+-- reserve), and are counted in rl_stats.shadow_refused.
+SELECT rl_define('shadow_t', 'token bucket', 2, '1 hour', shadow => true);
+SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', shadow => true,
+	storage => 'memory');
+SELECT name, shadow, block_for FROM rl_definitions WHERE name LIKE 'shadow%' ORDER BY name;
+SELECT * FROM calls('shadow_t', 4);
+SELECT * FROM calls('shadow_m', 4);
+-- the would-be refusals took nothing: 0 left, as an enforcing limit leaves
+SELECT value FROM rl_value('shadow_t', 'k');
+SELECT value FROM rl_value('shadow_m', 'k');
+SELECT name, calls, granted, refused, shadow_refused, tokens
+FROM rl_stats WHERE datname = current_database() AND name LIKE 'shadow%' ORDER BY name;
+-- no 429 in shadow mode: no Retry-After, r is 0
+SELECT rl_headers('shadow_t', rl_limit('shadow_t', 'k'));
+-- enforcing is one rl_define: the state is kept, so the next call refuses
+SELECT rl_define('shadow_t', 'token bucket', 2, '1 hour');
+SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', storage => 'memory');
+SELECT * FROM calls('shadow_t', 1);
+SELECT * FROM calls('shadow_m', 1);
+-- and back to shadow
+SELECT rl_define('shadow_t', 'token bucket', 2, '1 hour', shadow => true);
+SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', shadow => true,
+	storage => 'memory');
+SELECT * FROM calls('shadow_t', 1);
+SELECT * FROM calls('shadow_m', 1);
+
+-- rl_limit_all: a limit in shadow mode refuses nothing, the others still do
+SELECT rl_define('enforced', 'token bucket', 1, '1 hour');
+SELECT * FROM rl_limit_all(ARRAY['shadow_t', 'enforced'], ARRAY['k', 'k'], ARRAY[1, 1]);
+-- the enforcing limit took its token; the shadow limit had none to take
+SELECT value FROM rl_value('enforced', 'k');
+SELECT value FROM rl_value('shadow_t', 'k');
+SELECT * FROM rl_limit_all(ARRAY['shadow_t', 'enforced'], ARRAY['k', 'k'], ARRAY[1, 1]);
+SELECT * FROM rl_limit_all(ARRAY['shadow_m', 'enforced'], ARRAY['k', 'j'], ARRAY[1, 1]);
+SELECT value FROM rl_value('enforced', 'j');
+SELECT value FROM rl_value('shadow_m', 'k');
+SELECT name, calls, granted, refused, shadow_refused
+FROM rl_stats WHERE datname = current_database() AND name IN ('shadow_t', 'shadow_m', 'enforced') ORDER BY name;
+
+-- Automatic blocks: 2 an hour, and a refused call blocks the key for 10
+-- minutes.  The third call is refused: the key is empty at 00:10 and has
+-- one token 30 minutes later, so retry_after is 40 minutes.
+SELECT rl_define('block_t', 'token bucket', 2, '1 hour', block_for => '10 minutes');
+SELECT rl_define('block_m', 'token bucket', 2, '1 hour', block_for => '10 minutes',
+	storage => 'memory');
+SELECT rl_define('block_w', 'fixed window', 2, '1 hour', block_for => '90 minutes',
+	start => '2026-01-01 00:00:00+00');
+SELECT name, shadow, block_for FROM rl_definitions WHERE name LIKE 'block%' ORDER BY name;
+SELECT * FROM calls('block_t', 3);
+SELECT * FROM calls('block_m', 3);
+-- fixed window: blocked until the window that holds 01:30 is over, 02:00
+SELECT * FROM calls('block_w', 3);
+-- the memory store writes a block at commit, like rl_block
+SELECT value, ts FROM rl_value('block_t', 'k');
+SELECT value, ts FROM rl_value('block_m', 'k');
+-- five minutes on, a refused call does not lengthen the block: one token at
+-- 00:40 still, 35 minutes away, and nothing written
+SET ratelimit.now_override = '2026-01-01 00:05:00+00';
+SELECT * FROM calls('block_t', 1);
+SELECT * FROM calls('block_m', 1);
+SELECT * FROM calls('block_w', 1);
+SELECT value, ts FROM rl_value('block_t', 'k');
+SELECT name, calls, granted, refused, blocks
+FROM rl_stats WHERE datname = current_database() AND name LIKE 'block%' ORDER BY name;
+-- RateLimit fields: the Retry-After of the block
+SELECT rl_headers('block_t', rl_limit('block_t', 'k'));
+-- at 00:40 the token is there
+SET ratelimit.now_override = '2026-01-01 00:40:00+00';
+SELECT * FROM calls('block_t', 1);
+SELECT * FROM calls('block_m', 1);
+
+-- a block is written in the caller's transaction: a rollback undoes it
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+BEGIN;
+SELECT * FROM calls('block_t', 3, 'r');
+SELECT * FROM calls('block_m', 3, 'r');
+ROLLBACK;
+SELECT * FROM calls('block_t', 2, 'r');
+SELECT * FROM calls('block_m', 2, 'r');
+-- so does the error of throws => true (and of rl_enforce in a trigger):
+-- the key is refused, and not blocked
+BEGIN;
+SELECT ok FROM rl_limit('block_t', 'e', 2);
+SAVEPOINT s;
+SELECT ok FROM rl_limit('block_t', 'e', throws => true);
+ROLLBACK TO SAVEPOINT s;
+SELECT value, ts FROM rl_value('block_t', 'e');
+COMMIT;
+
+-- rl_limit_all: the limit that refused blocks its key, the others nothing;
+-- the answer names it with the block's retry_after
+SELECT rl_define('plain', 'token bucket', 5, '1 hour');
+SELECT * FROM rl_limit_all(ARRAY['plain', 'block_t'], ARRAY['a', 'a'], ARRAY[1, 2]);
+SELECT * FROM rl_limit_all(ARRAY['plain', 'block_t'], ARRAY['a', 'a'], ARRAY[1, 1]);
+SELECT value FROM rl_value('plain', 'a');
+SELECT value, ts FROM rl_value('block_t', 'a');
+
+-- rl_check only looks: it never blocks
+SELECT ok FROM rl_limit('block_t', 'c', 2);
+SELECT ok, retry_after FROM rl_check('block_t', 'c');
+SELECT value, ts FROM rl_value('block_t', 'c');
+
+-- shadow and block_for together: shadow mode refuses nothing, so it
+-- blocks nothing
+SELECT rl_define('both', 'token bucket', 1, '1 hour', shadow => true,
+	block_for => '1 hour');
+SELECT * FROM calls('both', 2);
+SELECT value, ts FROM rl_value('both', 'k');
+
+-- bad options change nothing
+SELECT rl_define('block_t', 'token bucket', 2, '1 hour', block_for => '0');
+SELECT rl_define('block_t', 'token bucket', 2, '1 hour', block_for => '-1 minute');
+SELECT rl_define('block_t', 'token bucket', 2, '1 hour', block_for => '101 years');
+SELECT rl_define('sharded', 'token bucket', 100, '1 second', shards => 4,
+	block_for => '1 minute');
+SELECT name, block_for FROM rl_definitions WHERE name IN ('block_t', 'sharded');
+-- a hand edit is checked too, at the next call
+SELECT rl_define_concurrency('slots', 2);
+UPDATE rl_definitions SET shadow = true WHERE name = 'slots';
+SELECT rl_acquire('slots', 'k');
+UPDATE rl_definitions SET shadow = false WHERE name = 'slots';
+SELECT rl_acquire('slots', 'k');
