@@ -1,7 +1,7 @@
 -- Redefining a limit keeps its stored state (value and ts, clamped to the
 -- new capacity), while a key with no row stands for a full bucket at the
--- new definition.  The README (Semantics) states the two consequences
--- these cases pin down:
+-- new definition.  docs/semantics.md (Redefinitions) states the two
+-- consequences these cases pin down:
 --  1. after rl_gc, raising a capacity gives a deleted (idle) key the new
 --     capacity at once, where a kept row refills toward it at the rate;
 --  2. changing a shard count, up or down, can make up to one capacity

@@ -112,7 +112,7 @@ SELECT rl_stats_reset();
 SELECT rl_stats_reset('st_bucket');
 RESET ROLE;
 SELECT name, calls, granted FROM st;
--- the README's grant for a monitoring role: the views and their functions
+-- docs/statistics.md's monitoring grant: the views and their functions
 GRANT SELECT ON rl_stats, rl_stats_info TO regress_ratelimit_stats;
 SET ROLE regress_ratelimit_stats;
 SELECT count(*) FROM rl_stats;

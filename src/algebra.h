@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bounds documented in the README; each keeps the integer time math exact. */
+/*
+ * Bounds documented in docs/reference.md (Arguments); each keeps the integer
+ * time math exact.
+ */
 #define RL_USECS_PER_SEC	INT64_C(1000000)
 #define RL_USECS_PER_DAY	(INT64_C(86400) * RL_USECS_PER_SEC)
 #define RL_MAX_PERIOD		(INT64_C(36525) * RL_USECS_PER_DAY) /* 100 years */

@@ -1,6 +1,6 @@
 # RatelimitRouter: make a PostgreSQL::Test::Cluster node the PL/Proxy
-# router in front of partition nodes, as the README's recipe does.  Shared
-# by test/t/004_router.pl and test/bench/router.pl.
+# router in front of partition nodes, as docs/scaling.md's recipe does.
+# Shared by test/t/004_router.pl and test/bench/router.pl.
 package RatelimitRouter;
 
 use strict;

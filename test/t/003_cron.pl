@@ -1,6 +1,6 @@
-# The README's pg_cron recipe for idle-key cleanup: scheduled as written,
-# the job runs rl_gc in the background and the idle keys go, while a key
-# still refilling stays.
+# docs/operations.md's pg_cron recipe for idle-key cleanup: scheduled as
+# written, the job runs rl_gc in the background and the idle keys go, while
+# a key still refilling stays.
 use strict;
 use warnings;
 
@@ -36,7 +36,7 @@ $node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', 'SELECT count(*) FROM rate_limits'), '51',
 	'51 keys before the job runs');
 
-# The recipe, exactly as the README gives it.
+# The recipe, exactly as docs/operations.md gives it.
 $node->safe_psql('postgres', q{
 	SELECT cron.schedule('ratelimit-gc', '* * * * *', 'SELECT rl_gc(10000)');
 });

@@ -1,8 +1,8 @@
 /*
  * test_algebra.c: the pure algebra against vectors worked out by hand.
  *
- * Each vector's comment shows the arithmetic from the formulas in the
- * README (Semantics).  No server: build and run with `make unit`.
+ * Each vector's comment shows the arithmetic from the formulas in
+ * docs/semantics.md.  No server: build and run with `make unit`.
  */
 #include <math.h>
 #include <stdio.h>
@@ -665,7 +665,7 @@ run_time_extremes(void)
 		   "a window start before INT64_MIN comes back as INT64_MIN");
 }
 
-/* Refunds, penalties and blocks (README: Refunds, penalties and blocks). */
+/* Refunds, penalties and blocks (docs/semantics.md). */
 static void
 run_adjust(void)
 {
