@@ -216,6 +216,12 @@ if grep -i 'level=error' "$out/exporter.log" >&2; then
 	failures=$((failures + 1))
 fi
 
+# Every metric docs/monitoring.md names (its tables, its alerts) is one the
+# exporter served.
+for m in $(grep -oP '\b(pg_settings_)?ratelimit_[a-z_]*[a-z]\b' "$RL_REPO/docs/monitoring.md" | sort -u); do
+	grep -q "^$m[{ ]" "$out/metrics" || { echo "FAIL: docs/monitoring.md names $m, which the exporter did not serve" >&2; failures=$((failures + 1)); }
+done
+
 if [ "$failures" -gt 0 ]; then
 	rl_log "monitoring: FAILED: $failures checks (metrics in $out/metrics)"
 	exit 1
