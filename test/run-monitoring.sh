@@ -28,8 +28,9 @@ if ! command -v "$exporter" >/dev/null; then
 	[ -n "${RL_IN_ROOT:-}" ] && skip "$exporter is not installed in this Debian root of PostgreSQL $RL_PG_MAJOR"
 	sudo=()
 	if ! rl_is_root; then
-		command -v sudo >/dev/null && sudo -n true 2>/dev/null ||
+		if ! { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
 			skip "$exporter is not installed, and installing it needs root: sudo apt-get install $exporter"
+		fi
 		sudo=(sudo -n)
 	fi
 	# On a host running systemd, Debian also starts the packaged service
@@ -234,7 +235,7 @@ fi
 # Every metric docs/monitoring.md names (its tables, its alerts) is one the
 # exporter served.
 for m in $(grep -oP '\b(pg_settings_)?ratelimit_[a-z_]*[a-z]\b' "$RL_REPO/docs/monitoring.md" | sort -u); do
-	grep -q "^$m[{ ]" "$out/metrics" || { echo "FAIL: docs/monitoring.md names $m, which the exporter did not serve" >&2; failures=$((failures + 1)); }
+	grep -q "^${m}[{ ]" "$out/metrics" || { echo "FAIL: docs/monitoring.md names $m, which the exporter did not serve" >&2; failures=$((failures + 1)); }
 done
 
 if [ "$failures" -gt 0 ]; then
