@@ -81,6 +81,9 @@ suite sql-path sql_path
 rl_log "examples"
 suite examples "$RL_REPO/test/run-examples.sh"
 
+rl_log "monitoring (prometheus-postgres-exporter with examples/monitoring/postgres_exporter.yml, scraped)"
+suite monitoring "$RL_REPO/test/run-monitoring.sh"
+
 rl_log "stress test (pgbench, 16 clients)"
 suite stress "$RL_REPO/test/stress/stress.sh"
 
