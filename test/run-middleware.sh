@@ -19,7 +19,8 @@
 # root or sudo) are needed only here; an integration that cannot run is
 # skipped with the reason, and the suite exits 77 (skipped) unless both ran.
 # RL_MW_PORT=N serves Express on port N and Flask on N+1 (default: free
-# ports the system picks).
+# ports the system picks); RL_MW_PYTHON names another interpreter than
+# /usr/bin/python3.
 source "$(dirname "$0")/lib.sh"
 rl_choose_tmp
 
@@ -185,7 +186,7 @@ node_ready() {
 		echo "node and npm are not installed"
 		return 1
 	fi
-	if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 18 ]; then
+	if [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 18 ]; then
 		echo "node $(node --version) is too old (express 5 needs 18)"
 		return 1
 	fi
@@ -204,8 +205,9 @@ else
 	skipped+=(express)
 fi
 
-# Flask: the system's python3 with psycopg 3, psycopg_pool and flask.
-PY=/usr/bin/python3
+# Flask: the system's python3 (the Debian packages' interpreter, whatever
+# python3 comes first in PATH) with psycopg 3, psycopg_pool and flask.
+PY=${RL_MW_PYTHON:-/usr/bin/python3}
 py_ready() {
 	"$PY" -c 'import flask, psycopg, psycopg_pool' 2>/dev/null && return 0
 	if ! rl_is_root && ! { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
