@@ -241,6 +241,48 @@ ROLLBACK;
 SELECT count(*) FILTER (WHERE (rl_limit('slow', 'k')).ok) AS granted_after_rollback
 FROM generate_series(1, 10);
 SELECT rl_undefine('slow');
+-- rl_gc in a transaction that dropped the extension (and created it again
+-- to call rl_gc) does not take the old install's entries for a dropped
+-- extension's: after the rollback the key is still drained
+SELECT rl_define('slow', 'token bucket', 10, '1 day', storage => 'memory');
+SELECT count(*) FILTER (WHERE (rl_limit('slow', 'k')).ok) AS granted FROM generate_series(1, 11);
+BEGIN;
+SET LOCAL client_min_messages = warning;
+DROP EXTENSION ratelimit CASCADE;
+CREATE SCHEMA rl_other;
+CREATE EXTENSION ratelimit SCHEMA rl_other;
+SELECT rl_other.rl_gc_memory() >= 0 AS swept;
+ROLLBACK;
+SELECT count(*) FILTER (WHERE (rl_limit('slow', 'k')).ok) AS granted_after_rollback
+FROM generate_series(1, 10);
+-- a definition deleted and inserted again in one transaction (a sync that
+-- replaces rl_definitions) keeps its keys' state, as a table limit's rows
+BEGIN;
+CREATE TEMP TABLE saved_definitions ON COMMIT DROP AS
+  SELECT * FROM rl_definitions WHERE name = 'slow';
+DELETE FROM rl_definitions WHERE name = 'slow';
+INSERT INTO rl_definitions SELECT * FROM saved_definitions;
+COMMIT;
+SELECT count(*) FILTER (WHERE (rl_limit('slow', 'k')).ok) AS granted_after_delete_insert
+FROM generate_series(1, 10);
+BEGIN;
+CREATE TEMP TABLE saved_definitions ON COMMIT DROP AS SELECT * FROM rl_definitions;
+TRUNCATE rl_definitions;
+INSERT INTO rl_definitions SELECT * FROM saved_definitions;
+COMMIT;
+SELECT count(*) FILTER (WHERE (rl_limit('slow', 'k')).ok) AS granted_after_truncate_insert
+FROM generate_series(1, 10);
+-- inserted, then deleted: gone
+BEGIN;
+DELETE FROM rl_definitions WHERE name = 'slow';
+INSERT INTO rl_definitions (name, kind, rate, period, capacity, storage)
+  VALUES ('slow', 'token bucket', 10, '1 day', 10, 'memory');
+DELETE FROM rl_definitions WHERE name = 'slow';
+COMMIT;
+SELECT rl_define('slow', 'token bucket', 10, '1 day', storage => 'memory');
+SELECT count(*) FILTER (WHERE (rl_limit('slow', 'k')).ok) AS granted_after_undefined
+FROM generate_series(1, 11);
+SELECT rl_undefine('slow');
 
 ------------------------------------------------------------------ observability
 SELECT memory_storage, memory_max_keys > 0 AS has_room, memory_keys >= 0 AS counts_keys,

@@ -206,6 +206,8 @@ static int	nheld = 0;			/* partitions held, in held_list */
 static int	held_list[MEM_PARTITIONS];
 static bool callbacks_registered = false;
 static Oid	gc_space = InvalidOid;	/* rl_gc's rl_definitions (standby) */
+/* the last transaction of this backend that dropped a table */
+static TransactionId dropped_relation_xid = InvalidTransactionId;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -1313,9 +1315,23 @@ finish_names(void)
 						match = !e->is_inline &&
 							memcmp(c->key.name_id, e->name_id,
 								   RL_MEMORY_NAME_ID_BYTES) == 0;
-					named |= match;
-					gone |= match && c->dropped && e->holders == 0;
+					if (!match)
+						continue;
+					named = true;
+
+					/*
+					 * The last change of the name decides: a definition
+					 * deleted and inserted again (DELETE and INSERT, TRUNCATE
+					 * and COPY) in one transaction never went for anyone
+					 * else, and its keys' state stays, as a table limit's
+					 * rows do.
+					 */
+					if (c->dropped)
+						gone = true;
+					else if (!c->every_name)
+						gone = false;
 				}
+				gone = gone && e->holders == 0;
 				if (gone)
 				{
 					entry_remove(s, at);
@@ -1375,6 +1391,14 @@ memory_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		storage != MEM_NONE)
 	{
 		char	   *relname = get_rel_name(objectId);
+
+		/*
+		 * Any table, whatever its name now (an install's rl_definitions may
+		 * have been renamed first): until this transaction ends, rl_gc in it
+		 * must not take a space its own uncommitted drop removed from the
+		 * catalogs for gone (spaces_gone).
+		 */
+		dropped_relation_xid = GetTopTransactionId();
 
 		if (relname != NULL && strcmp(relname, "rl_definitions") == 0)
 		{
@@ -1562,7 +1586,11 @@ typedef struct MemSpace
  * runs, and whether each still exists: a database dropped, or in this
  * database an extension dropped (its rl_definitions with it), leaves
  * entries no call will ever write again.  Another database's are judged
- * by rl_gc there.
+ * by rl_gc there.  A transaction that dropped a table itself sees its own
+ * uncommitted drop in the catalogs: an extension it dropped (and created
+ * again, to call rl_gc) is not gone until it commits, and a rollback
+ * brings it back with its state, so in such a transaction no space of
+ * this database counts as gone.
  */
 static List *
 spaces_gone(MemShared *s)
@@ -1609,6 +1637,7 @@ spaces_gone(MemShared *s)
 		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(m->dbid)))
 			m->gone = true;
 		else if (m->dbid == MyDatabaseId &&
+				 !TransactionIdIsCurrentTransactionId(dropped_relation_xid) &&
 				 !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(m->space)))
 			m->gone = true;
 	}
