@@ -25,8 +25,8 @@
  * - shared_preload_libraries = 'ratelimit': in the main segment, sized by
  *   ratelimit.memory_max_keys at start.  The postmaster writes every entry
  *   to pg_stat/ratelimit_memory.state when it exits normally (smart, fast
- *   or immediate shutdown; takes of transactions still open are not kept,
- *   as recovery aborts those transactions) and reads the
+ *   or immediate shutdown; takes of transactions still open, which only an
+ *   immediate shutdown leaves, are kept: one may have committed) and reads the
  *   file back at the next start.  A marker file tells a start after a
  *   crash (the postmaster killed) from a clean one; a reinitialisation
  *   after a backend crash is one too.  After a crash,
@@ -410,7 +410,7 @@ entry_alloc(MemShared *s, TimestampTz now)
 /*
  * Write every entry to the state file: the postmaster, exiting normally
  * (code 0).  After a crash it runs this with code 1 and nothing is
- * written.  Takes of transactions that never ended are not kept.
+ * written.  Takes of transactions that never ended are kept.
  */
 static void
 memory_shmem_shutdown(int code, Datum arg)
@@ -434,16 +434,31 @@ memory_shmem_shutdown(int code, Datum arg)
 		{
 			MemEntry	saved = entries[i];
 
-			/*
-			 * Takes of transactions an immediate shutdown cut off are not
-			 * kept: those transactions never commit (recovery aborts
-			 * them), and nothing a rolled-back transaction took is kept.
-			 * Until its last holder let go, an entry's idle_at is that of
-			 * its committed state, so it stays right.
-			 */
 			/* a judgement of the last epoch stays good in the next run's first */
 			saved.judged = saved.judged == pg_atomic_read_u64(&shared->epoch) ?
 				0 : PG_UINT64_MAX;
+
+			/*
+			 * Takes of transactions an immediate shutdown cut off are kept,
+			 * taken now: the store cannot tell one whose commit record is
+			 * already flushed (recovery keeps it; it may be waiting for a
+			 * synchronous standby) from one recovery aborts, and losing a
+			 * committed take would let its tokens be granted twice.  Taken
+			 * from the state as it was, never refilled, at the later of
+			 * its time and now: never more tokens than the real take would
+			 * leave.  Judged in no epoch, so only a call or rl_gc under the
+			 * policy then in force may drop it.
+			 */
+			if (saved.pending > 0)
+			{
+				TimestampTz now = GetCurrentTimestamp();
+
+				saved.committed.value -= saved.pending;
+				if (now > saved.committed.ts)
+					saved.committed.ts = now;
+				saved.judged = PG_UINT64_MAX;
+				saved.untouched = false;
+			}
 			saved.pending = 0;
 			saved.holders = 0;
 			if (fwrite(&saved, sizeof(MemEntry), 1, file) != 1)
