@@ -25,7 +25,7 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
+OBJS = src/algebra.o src/calendar.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/concurrency.o src/functions.o src/gc.o src/held.o src/http.o src/limit.o \
 	src/memory.o src/policy.o src/sha256.o src/stats.o src/storage.o \
 	src/trigger.o

@@ -20,6 +20,14 @@ COMMENT ON COLUMN @extschema@.rl_definitions.shadow IS
 COMMENT ON COLUMN @extschema@.rl_definitions.block_for IS
 	'a refused call blocks its key this long (not lengthened by calls refused during the block); NULL: no automatic block';
 
+-- Calendar windows (1.3): a fixed window whose windows are the days,
+-- weeks, months or years of a time zone.  time_zone is the last column of
+-- rl_definitions, as in a fresh install.
+ALTER TYPE @extschema@.rl_policy ADD ATTRIBUTE time_zone text;
+ALTER TABLE @extschema@.rl_definitions ADD COLUMN time_zone text;
+COMMENT ON COLUMN @extschema@.rl_definitions.time_zone IS
+	'fixed window: calendar windows (a period of 1 day, 1 week, 1 month or 1 year) starting at local midnight in this time zone; NULL for windows of a period';
+
 DROP FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer);
 DROP FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz);
 DROP FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz);
@@ -44,12 +52,13 @@ CREATE FUNCTION @extschema@.rl_fixed_window(
 	max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1,
 	start timestamptz DEFAULT NULL,
-	storage text DEFAULT 'table')
+	storage text DEFAULT 'table',
+	time_zone text DEFAULT NULL)
 RETURNS @extschema@.rl_policy
 AS 'MODULE_PATHNAME', 'rl_fixed_window'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) IS
-	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate); storage ''table'' or ''memory''';
+COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) IS
+	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate); storage ''table'' or ''memory''; time_zone: calendar windows (a period of 1 day, 1 week, 1 month or 1 year) starting at local midnight there';
 
 CREATE FUNCTION @extschema@.rl_define(
 	name text,
@@ -61,18 +70,19 @@ CREATE FUNCTION @extschema@.rl_define(
 	shards integer DEFAULT 1,
 	start timestamptz DEFAULT NULL,
 	storage text DEFAULT 'table',
+	time_zone text DEFAULT NULL,
 	shadow boolean DEFAULT false,
 	block_for interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_define'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, boolean, interval) IS
-	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; shadow: grant and count what it would refuse; block_for: block a key that is refused; the state of the store it keeps is kept';
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; time_zone: a fixed window of calendar windows (1 day, 1 week, 1 month or 1 year) starting at local midnight there; shadow: grant and count what it would refuse; block_for: block a key that is refused; the state of the store it keeps is kept';
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) TO PUBLIC;
 
 DROP VIEW @extschema@.rl_stats_info;
 DROP FUNCTION @extschema@.rl_stats_info_row();
@@ -148,12 +158,13 @@ SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	s.value AS stored_value,
 	s.ts AS stored_ts,
 	(p.p).max_reserved,
-	(p.p).start
+	(p.p).start,
+	(p.p).time_zone
 FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
 CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
-			d.start, d.storage)::@extschema@.rl_policy
+			d.start, d.storage, d.time_zone)::@extschema@.rl_policy
 	ELSE @extschema@.rl_inline_policy(s.name)
 	END AS p) p
 LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts) n ON true;
@@ -161,6 +172,7 @@ COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a r
 COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';
 COMMENT ON COLUMN @extschema@.rl_status.max_reserved IS 'how far below zero reservations may go; NULL for no bound of its own';
 COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed window: a window start given with the policy; NULL for a phase derived from the name and key';
+COMMENT ON COLUMN @extschema@.rl_status.time_zone IS 'fixed window: the time zone of its calendar windows; NULL for windows of a period';
 
 -- A logical-replication apply worker fires row triggers only (TRUNCATE
 -- aside), so the changes it applied to rl_definitions never reached the

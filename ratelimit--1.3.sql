@@ -14,7 +14,8 @@ CREATE TYPE @extschema@.rl_policy AS (
 	max_reserved float8,
 	shards integer,
 	start timestamptz,
-	storage text
+	storage text,
+	time_zone text
 );
 COMMENT ON TYPE @extschema@.rl_policy IS
 	'a rate limit policy for inline use; build it with rl_token_bucket() or rl_fixed_window()';
@@ -52,7 +53,8 @@ CREATE TABLE @extschema@.rl_definitions (
 		CHECK (storage OPERATOR(pg_catalog.=) ANY (ARRAY['table', 'memory'])),
 	shadow boolean NOT NULL DEFAULT false,
 	block_for interval
-		CHECK (block_for OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)
+		CHECK (block_for OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
+	time_zone text
 );
 COMMENT ON COLUMN @extschema@.rl_definitions.storage IS
 	'where the limit''s state lives: ''table'' (rows of rate_limits) or ''memory'' (the memory store, in shared memory)';
@@ -60,6 +62,8 @@ COMMENT ON COLUMN @extschema@.rl_definitions.shadow IS
 	'shadow mode: every call is granted, and those the limit would refuse take nothing and are counted in rl_stats.shadow_refused';
 COMMENT ON COLUMN @extschema@.rl_definitions.block_for IS
 	'a refused call blocks its key this long (not lengthened by calls refused during the block); NULL: no automatic block';
+COMMENT ON COLUMN @extschema@.rl_definitions.time_zone IS
+	'fixed window: calendar windows (a period of 1 day, 1 week, 1 month or 1 year) starting at local midnight in this time zone; NULL for windows of a period';
 COMMENT ON TABLE @extschema@.rl_definitions IS
 	'named rate limit definitions; write them with rl_define() and rl_undefine()';
 
@@ -102,12 +106,13 @@ CREATE FUNCTION @extschema@.rl_fixed_window(
 	max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1,
 	start timestamptz DEFAULT NULL,
-	storage text DEFAULT 'table')
+	storage text DEFAULT 'table',
+	time_zone text DEFAULT NULL)
 RETURNS @extschema@.rl_policy
 AS 'MODULE_PATHNAME', 'rl_fixed_window'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) IS
-	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate); storage ''table'' or ''memory''';
+COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) IS
+	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate); storage ''table'' or ''memory''; time_zone: calendar windows (a period of 1 day, 1 week, 1 month or 1 year) starting at local midnight there';
 
 -- Administration.
 
@@ -121,13 +126,14 @@ CREATE FUNCTION @extschema@.rl_define(
 	shards integer DEFAULT 1,
 	start timestamptz DEFAULT NULL,
 	storage text DEFAULT 'table',
+	time_zone text DEFAULT NULL,
 	shadow boolean DEFAULT false,
 	block_for interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_define'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, boolean, interval) IS
-	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; shadow: grant and count what it would refuse; block_for: block a key that is refused; the state of the store it keeps is kept';
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; time_zone: a fixed window of calendar windows (1 day, 1 week, 1 month or 1 year) starting at local midnight there; shadow: grant and count what it would refuse; block_for: block a key that is refused; the state of the store it keeps is kept';
 
 CREATE FUNCTION @extschema@.rl_undefine(name text)
 RETURNS void
@@ -429,8 +435,8 @@ REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
@@ -453,7 +459,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy
 GRANT EXECUTE ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_enforce() TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) TO PUBLIC;
 
 -- Definitions are configuration: pg_dump saves them with the database.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_definitions', '');
@@ -527,12 +533,13 @@ SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	s.value AS stored_value,
 	s.ts AS stored_ts,
 	(p.p).max_reserved,
-	(p.p).start
+	(p.p).start,
+	(p.p).time_zone
 FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
 CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
-			d.start, d.storage)::@extschema@.rl_policy
+			d.start, d.storage, d.time_zone)::@extschema@.rl_policy
 	ELSE @extschema@.rl_inline_policy(s.name)
 	END AS p) p
 LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts) n ON true;
@@ -545,6 +552,7 @@ COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a r
 COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';
 COMMENT ON COLUMN @extschema@.rl_status.max_reserved IS 'how far below zero reservations may go; NULL for no bound of its own';
 COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed window: a window start given with the policy; NULL for a phase derived from the name and key';
+COMMENT ON COLUMN @extschema@.rl_status.time_zone IS 'fixed window: the time zone of its calendar windows; NULL for windows of a period';
 COMMENT ON COLUMN @extschema@.rl_status.ts IS 'the time value is counted at';
 COMMENT ON COLUMN @extschema@.rl_status.remaining IS 'tokens a call could take now without reserving';
 COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket: until full again; fixed window: until the next window';

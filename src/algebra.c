@@ -149,6 +149,15 @@ rl_policy_problem(const RlPolicy *policy)
 		return "shards must be between 1 and 1024";
 	if (policy->has_start && policy->kind != RL_FIXED_WINDOW)
 		return "start applies only to fixed window limits";
+	if (policy->calendar.unit != RL_CALENDAR_NONE)
+	{
+		if (policy->kind != RL_FIXED_WINDOW)
+			return "time_zone applies only to fixed window limits";
+		if (policy->has_start)
+			return "a fixed window with a time_zone cannot have a start";
+		if (policy->period != rl_calendar_period(policy->calendar.unit))
+			return "with a time_zone, period must be 1 day, 1 week, 1 month or 1 year";
+	}
 	if (fill_time(policy) > (double) RL_MAX_WAIT)
 		return "the limit would take more than 1000 years to refill";
 	return NULL;
@@ -245,6 +254,73 @@ floor_mod(int64_t a, int64_t m)
 	return r < 0 ? r + m : r;
 }
 
+/*
+ * The period a calendar unit counts as where a length is needed (bounds,
+ * jitter): as extract(epoch from interval) counts '1 day', '1 week',
+ * '1 month' (30 days) and '1 year' (365.25 days).  0 for no unit.
+ */
+int64_t
+rl_calendar_period(RlCalendarUnit unit)
+{
+	switch (unit)
+	{
+		case RL_CALENDAR_NONE:
+			break;
+		case RL_CALENDAR_DAY:
+			return RL_USECS_PER_DAY;
+		case RL_CALENDAR_WEEK:
+			return 7 * RL_USECS_PER_DAY;
+		case RL_CALENDAR_MONTH:
+			return 30 * RL_USECS_PER_DAY;
+		case RL_CALENDAR_YEAR:
+			return 36525 * RL_USECS_PER_DAY / 100;
+	}
+	return 0;
+}
+
+/* The calendar unit whose period is period; RL_CALENDAR_NONE for none. */
+RlCalendarUnit
+rl_calendar_unit_of_period(int64_t period)
+{
+	for (RlCalendarUnit u = RL_CALENDAR_DAY; u <= RL_CALENDAR_YEAR; u++)
+		if (rl_calendar_period(u) == period)
+			return u;
+	return RL_CALENDAR_NONE;
+}
+
+/* True for a fixed window of calendar windows. */
+static inline bool
+is_calendar(const RlPolicy *policy)
+{
+	return policy->calendar.unit != RL_CALENDAR_NONE;
+}
+
+/* The number of a calendar limit's window that holds t. */
+static inline int64_t
+calendar_index(const RlPolicy *policy, int64_t t)
+{
+	return policy->calendar.window_index(&policy->calendar, t);
+}
+
+/* The first microsecond of a calendar limit's window number index. */
+static inline int64_t
+calendar_start(const RlPolicy *policy, int64_t index)
+{
+	return policy->calendar.window_start(&policy->calendar, index);
+}
+
+/*
+ * The start of a fixed window's window that holds t, whichever kind of
+ * windows it has (rl_window_start for windows of a period).
+ */
+static int64_t
+window_of(const RlPolicy *policy, int64_t origin, int64_t t)
+{
+	if (is_calendar(policy))
+		return calendar_start(policy, calendar_index(policy, t));
+	return rl_window_start(t, origin, policy->period);
+}
+
 /* 64-bit FNV-1a over a byte range, continuing from h. */
 static uint64_t
 fnv1a(uint64_t h, const char *data, size_t len)
@@ -272,6 +348,9 @@ rl_window_origin(const RlPolicy *policy, const char *name, size_t name_len,
 
 	if (policy->has_start)
 		return floor_mod(policy->start, policy->period);
+	/* calendar windows start at local midnight, for every key */
+	if (is_calendar(policy))
+		return 0;
 	h = fnv1a(h, name, name_len);
 	h = fnv1a(h, "\0", 1);
 	h = fnv1a(h, &tag, 1);
@@ -300,6 +379,29 @@ rl_window_start(int64_t t, int64_t origin, int64_t period)
 }
 
 /*
+ * How long the window that holds t lasts: the period, or for calendar
+ * windows that window's own length (a month of 28 to 31 days, a day of 23
+ * or 25 hours across a daylight-saving change); 0 when its end is not
+ * before RL_END_TIME.  What RateLimit-Policy's w reports.
+ */
+int64_t
+rl_window_length(const RlPolicy *policy, int64_t origin, int64_t t)
+{
+	int64_t		index;
+	int64_t		start;
+	int64_t		end;
+
+	if (!is_calendar(policy))
+		return policy->period;
+	index = calendar_index(policy, t);
+	start = calendar_start(policy, index);
+	end = calendar_start(policy, index + 1);
+	if (!valid_time(start) || !valid_time(end))
+		return 0;
+	return end - start;
+}
+
+/*
  * The state of a key never seen before: a full bucket, counted from now
  * (token bucket) or from the start of now's window.  RL_TIME_OUT_OF_RANGE
  * when now is not a valid time, or its window starts before RL_MIN_TIME.
@@ -312,7 +414,7 @@ rl_initial_state(const RlPolicy *policy, int64_t origin, int64_t now,
 		return RL_TIME_OUT_OF_RANGE;
 	state->value = policy->capacity;
 	state->ts = policy->kind == RL_TOKEN_BUCKET ? now :
-		rl_window_start(now, origin, policy->period);
+		window_of(policy, origin, now);
 	return valid_time(state->ts) ? RL_DECIDED : RL_TIME_OUT_OF_RANGE;
 }
 
@@ -340,6 +442,18 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 
 			out.value = state.value + elapsed * policy->rate / policy->period;
 			out.ts = now;
+		}
+	}
+	else if (is_calendar(policy))
+	{
+		/* one rate per window started since ts's, whatever its length */
+		int64_t		from = calendar_index(policy, state.ts);
+		int64_t		to = calendar_index(policy, now);
+
+		if (to > from)
+		{
+			out.value = state.value + (double) (to - from) * policy->rate;
+			out.ts = calendar_start(policy, to);
 		}
 	}
 	else
@@ -395,8 +509,8 @@ rl_state_is_blocked(const RlPolicy *policy, int64_t origin, RlState state,
 {
 	if (policy->kind == RL_TOKEN_BUCKET)
 		return state.ts > now;
-	return rl_window_start(state.ts, origin, policy->period) >
-		rl_window_start(now, origin, policy->period);
+	return window_of(policy, origin, state.ts) >
+		window_of(policy, origin, now);
 }
 
 static RlStatus wait_for(const RlPolicy *policy, int64_t origin, RlState state,
@@ -440,8 +554,8 @@ rl_commit_take(const RlPolicy *policy, int64_t origin, RlState state,
 	RlState		out;
 
 	if (policy->kind == RL_FIXED_WINDOW &&
-		rl_window_start(granted, origin, policy->period) >=
-		rl_window_start(state.ts, origin, policy->period))
+		window_of(policy, origin, granted) >=
+		window_of(policy, origin, state.ts))
 	{
 		out = rl_refill(policy, origin, state, granted);
 		out.value -= count;
@@ -450,6 +564,61 @@ rl_commit_take(const RlPolicy *policy, int64_t origin, RlState state,
 	out = rl_refill(policy, origin, state, now);
 	out.value -= count;
 	return out;
+}
+
+/*
+ * wait_for for calendar windows: the same search, counted in windows
+ * rather than in microseconds, since windows differ in length.  From the
+ * window after ts's (ts's holds less than target), the closed form's
+ * window, then growing steps until the refill agrees, then a bisection
+ * for the first window start at which it does.
+ */
+static RlStatus
+wait_for_calendar(const RlPolicy *policy, RlState state, double target,
+				  int64_t now, int64_t *wait)
+{
+	double		windows = ceil((target - state.value) / policy->rate);
+	int64_t		lo = calendar_index(policy, state.ts);
+	int64_t		hi;
+	int64_t		step = 1;
+	int64_t		t;
+	int64_t		waited;
+
+	/*
+	 * Windows are never much shorter than their unit's period (a 23-hour
+	 * day, a February), so twice the periods in RL_MAX_WAIT bounds the
+	 * windows it holds; wait_until decides exactly.
+	 */
+	if (!(windows <= (double) (2 * RL_MAX_WAIT / policy->period) + 2))
+		return RL_WAIT_TOO_LONG;
+	hi = lo + (int64_t) windows;
+	for (;;)
+	{
+		t = calendar_start(policy, hi);
+		if (!valid_time(t))
+			return RL_TIME_OUT_OF_RANGE;
+		if (rl_refill(policy, 0, state, t).value >= target)
+			break;
+		if (!wait_until(t, now, &waited))
+			return RL_WAIT_TOO_LONG;
+		lo = hi;
+		hi += step;
+		if (step < RL_MAX_WAIT / RL_USECS_PER_DAY)
+			step *= 2;
+	}
+	while (hi - lo > 1)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (rl_refill(policy, 0, state, calendar_start(policy, mid)).value >=
+			target)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	if (!wait_until(calendar_start(policy, hi), now, wait))
+		return RL_WAIT_TOO_LONG;
+	return RL_DECIDED;
 }
 
 /*
@@ -476,6 +645,8 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 		*wait = 0;
 		return RL_DECIDED;
 	}
+	if (is_calendar(policy))
+		return wait_for_calendar(policy, state, target, now, wait);
 	if (policy->kind == RL_TOKEN_BUCKET)
 	{
 		base = state.ts;
@@ -549,8 +720,14 @@ window_reset(const RlPolicy *policy, int64_t origin, int64_t now,
 {
 	int64_t		next;
 
-	if (!add_before_end(rl_window_start(now, origin, policy->period),
-						policy->period, &next))
+	if (is_calendar(policy))
+	{
+		next = calendar_start(policy, calendar_index(policy, now) + 1);
+		if (!valid_time(next))
+			return RL_TIME_OUT_OF_RANGE;
+	}
+	else if (!add_before_end(rl_window_start(now, origin, policy->period),
+							 policy->period, &next))
 		return RL_TIME_OUT_OF_RANGE;
 	*reset_after = next - now;
 	return RL_DECIDED;
@@ -904,6 +1081,13 @@ rl_block_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 		return RL_TIME_OUT_OF_RANGE;
 	if (policy->kind == RL_TOKEN_BUCKET)
 		ts = until;
+	else if (is_calendar(policy))
+	{
+		/* the window before the first start at or after until */
+		ts = window_of(policy, origin, until - 1);
+		if (!valid_time(ts))
+			return RL_TIME_OUT_OF_RANGE;
+	}
 	else
 	{
 		int64_t		start = rl_window_start(until, origin, policy->period);

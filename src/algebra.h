@@ -66,6 +66,37 @@ typedef enum RlStore
 	RL_STORE_MEMORY
 } RlStore;
 
+/*
+ * Calendar windows: a fixed window whose windows are the days, ISO weeks
+ * (from Monday), months or years of a time zone, each starting at local
+ * midnight, so of variable length.  The windows are numbered; the
+ * algebra asks window_index for the number of the window that holds a
+ * time, and window_start for the first microsecond of a window (a time
+ * before RL_MIN_TIME, or at or past RL_END_TIME, when outside the range).
+ * Both come from limit.c's side (calendar.c, with the tz database); the
+ * algebra never knows the zone, it only calls them, so it stays pure and
+ * test/unit supplies calendars of its own.  Consecutive windows never
+ * overlap: start(index(t)) <= t < start(index(t) + 1).
+ */
+typedef enum RlCalendarUnit
+{
+	RL_CALENDAR_NONE,			/* windows of period from an origin */
+	RL_CALENDAR_DAY,
+	RL_CALENDAR_WEEK,
+	RL_CALENDAR_MONTH,
+	RL_CALENDAR_YEAR
+} RlCalendarUnit;
+
+typedef struct RlCalendar
+{
+	RlCalendarUnit unit;
+	const void *zone;			/* the time zone, for the two functions */
+	int64_t		(*window_index) (const struct RlCalendar *calendar,
+								 int64_t t);
+	int64_t		(*window_start) (const struct RlCalendar *calendar,
+								 int64_t index);
+} RlCalendar;
+
 typedef struct RlPolicy
 {
 	RlKind		kind;
@@ -78,6 +109,8 @@ typedef struct RlPolicy
 	bool		has_start;		/* false: window phase comes from a hash */
 	int64_t		start;			/* a window start (fixed window only) */
 	RlStore		store;			/* where its state lives */
+	/* unit RL_CALENDAR_NONE but for a fixed window with a time zone */
+	RlCalendar	calendar;
 	/* options of a defined limit (rl_define), never of an inline config */
 	bool		shadow;			/* grant what it would refuse, and count it */
 	int64_t		block_for;		/* block a refused key this long; 0: never */
@@ -126,6 +159,8 @@ typedef struct RlShardDecision
 extern const char *rl_kind_name(RlKind kind);
 extern bool rl_kind_parse(const char *name, RlKind *kind);
 
+extern int64_t rl_calendar_period(RlCalendarUnit unit);
+extern RlCalendarUnit rl_calendar_unit_of_period(int64_t period);
 extern const char *rl_policy_problem(const RlPolicy *policy);
 extern double rl_reserve_depth(const RlPolicy *policy);
 extern const char *rl_count_problem(const RlPolicy *policy, double count,
@@ -136,6 +171,8 @@ extern int64_t rl_window_origin(const RlPolicy *policy, const char *name,
 								size_t name_len, const char *key,
 								size_t key_len, bool key_is_null);
 extern int64_t rl_window_start(int64_t t, int64_t origin, int64_t period);
+extern int64_t rl_window_length(const RlPolicy *policy, int64_t origin,
+								int64_t t);
 
 extern RlStatus rl_initial_state(const RlPolicy *policy, int64_t origin,
 								 int64_t now, RlState *state);

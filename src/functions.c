@@ -29,6 +29,7 @@
 #include "utils/uuid.h"
 
 #include "algebra.h"
+#include "calendar.h"
 #include "clock.h"
 #include "compat.h"
 #include "concurrency.h"
@@ -614,7 +615,7 @@ rl_define(PG_FUNCTION_ARGS)
 	bool		nulls[RL_DEFINITION_NATTS];
 	RlPolicy	policy;
 
-	/* rl_define of 1.0 to 1.2 has no storage, shadow or block_for */
+	/* rl_define of 1.0 to 1.2 has no storage, time_zone, shadow or block_for */
 	for (int i = 0; i < RL_DEFINITION_NATTS; i++)
 	{
 		nulls[i] = i + 1 >= PG_NARGS() || PG_ARGISNULL(i + 1);
@@ -788,6 +789,14 @@ rl_inline_policy(PG_FUNCTION_ARGS)
 	values[RL_POLICY_START] = TimestampTzGetDatum(p.start);
 	nulls[RL_POLICY_START] = !p.has_start;
 	values[RL_POLICY_STORAGE] = CStringGetTextDatum("table");
+	nulls[RL_POLICY_TIME_ZONE] = p.calendar.unit == RL_CALENDAR_NONE;
+	if (!nulls[RL_POLICY_TIME_ZONE])
+	{
+		values[RL_POLICY_PERIOD] =
+			IntervalPGetDatum(rl_calendar_interval(p.calendar.unit));
+		values[RL_POLICY_TIME_ZONE] =
+			CStringGetTextDatum(rl_calendar_zone_name(&p.calendar));
+	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
 													  values, nulls)));
 }
@@ -795,7 +804,7 @@ rl_inline_policy(PG_FUNCTION_ARGS)
 /*
  * An rl_policy value from a constructor's arguments: args[0..4] are rate,
  * period, capacity, max_reserved, shards; then start (fixed window only),
- * then storage.
+ * storage, and time_zone (fixed window only).
  */
 static Datum
 policy_datum(FunctionCallInfo fcinfo, RlKind kind)
@@ -808,9 +817,10 @@ policy_datum(FunctionCallInfo fcinfo, RlKind kind)
 
 	values[RL_POLICY_KIND] = CStringGetTextDatum(rl_kind_name(kind));
 	nulls[RL_POLICY_KIND] = false;
-	for (int col = RL_POLICY_RATE; col <= RL_POLICY_STORAGE; col++)
+	for (int col = RL_POLICY_RATE; col < RL_POLICY_NATTS; col++)
 	{
-		if (col == RL_POLICY_START && kind != RL_FIXED_WINDOW)
+		if ((col == RL_POLICY_START || col == RL_POLICY_TIME_ZONE) &&
+			kind != RL_FIXED_WINDOW)
 		{
 			nulls[col] = true;
 			values[col] = (Datum) 0;
@@ -832,7 +842,10 @@ rl_token_bucket(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(policy_datum(fcinfo, RL_TOKEN_BUCKET));
 }
 
-/* rl_fixed_window(rate, period, capacity, max_reserved, shards, start). */
+/*
+ * rl_fixed_window(rate, period, capacity, max_reserved, shards, start,
+ * storage, time_zone).
+ */
 Datum
 rl_fixed_window(PG_FUNCTION_ARGS)
 {

@@ -25,6 +25,7 @@
 #include "utils/lsyscache.h"
 
 #include "algebra.h"
+#include "clock.h"
 #include "limit.h"
 #include "policy.h"
 #include "storage.h"
@@ -139,6 +140,9 @@ rl_headers(PG_FUNCTION_ARGS)
 					  PG_GETARG_HEAPTUPLEHEADER(ARG_CONFIG));
 	rl_storage_end();
 
+	/* calendar windows: w is the length of the window now is in */
+	target.policy.period = rl_window_length(&target.policy, target.origin,
+											rl_clock_now());
 	rl_http_fields(&target.policy,
 				   DatumGetBool(required_column(result, "ok")),
 				   has_retry, has_retry ? result_usecs(retry) : 0,

@@ -28,6 +28,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "calendar.h"
 #include "clock.h"
 #include "compat.h"
 #include "definitions.h"
@@ -158,6 +159,9 @@ inline_row_name(text *name, const RlPolicy *p)
 		appendStringInfo(&buf, "/" INT64_FORMAT, p->start);
 	else
 		appendStringInfoString(&buf, "/-");
+	/* last, since a zone's name has slashes; the period names the unit */
+	if (p->calendar.unit != RL_CALENDAR_NONE)
+		appendStringInfo(&buf, "/%s", rl_calendar_zone_name(&p->calendar));
 	return cstring_to_text_with_len(buf.data, buf.len);
 }
 
@@ -194,23 +198,25 @@ rl_inline_row(text *stored, RlPolicy *policy)
 	int			len = VARSIZE_ANY_EXHDR(stored);
 	const char *sep = memchr(start, RL_INLINE_SEPARATOR, len);
 	char	   *rest;
-	char	   *field[7];
+	char	   *field[8];
 	int			n = 0;
 	int64		shards;
 
 	if (sep == NULL)
 		return false;
-	/* kind/rate/period/capacity/max_reserved/shards/start */
+	/* kind/rate/period/capacity/max_reserved/shards/start[/time zone] */
 	rest = pnstrdup(sep + 1, start + len - sep - 1);
-	for (char *f = rest; n < 7; n++)
+	for (char *f = rest;; n++)
 	{
 		field[n] = f;
+		if (n == 7)
+			break;				/* the time zone: the rest, slashes and all */
 		f = strchr(f, '/');
 		if (f == NULL)
 			break;
 		*f++ = '\0';
 	}
-	if (n != 6)
+	if (n != 6 && n != 7)
 		return false;
 	memset(policy, 0, sizeof(*policy));
 	if (strcmp(field[0], "t") == 0)
@@ -231,6 +237,15 @@ rl_inline_row(text *stored, RlPolicy *policy)
 		(policy->has_start && !parse_integer(field[6], &policy->start)))
 		return false;
 	policy->shards = (int) shards;
+	if (n == 7)
+	{
+		RlCalendarUnit unit = rl_calendar_unit_of_period(policy->period);
+
+		if (unit == RL_CALENDAR_NONE || policy->kind != RL_FIXED_WINDOW ||
+			rl_calendar_zone_canonical(field[7]) == NULL)
+			return false;
+		rl_calendar_init(&policy->calendar, unit, field[7]);
+	}
 	return rl_policy_problem(policy) == NULL;
 }
 

@@ -19,6 +19,7 @@
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
+#include "calendar.h"
 #include "policy.h"
 
 /* Days per month and year, as extract(epoch from interval) counts them. */
@@ -27,7 +28,7 @@
 
 static const char *const policy_column_names[RL_POLICY_NATTS] = {
 	"kind", "rate", "period", "capacity", "max_reserved", "shards", "start",
-	"storage"
+	"storage", "time_zone"
 };
 
 /*
@@ -66,11 +67,21 @@ require_column(bool *nulls, int column)
 
 /*
  * Replace a NULL capacity with the rate, its default, so a stored or
- * returned policy says what it enforces.
+ * returned policy says what it enforces, and spell a time zone as the tz
+ * database does (a zone it does not know is left for
+ * rl_policy_from_values to refuse).
  */
 void
 rl_policy_fill_defaults(Datum *values, bool *nulls)
 {
+	if (!nulls[RL_POLICY_TIME_ZONE])
+	{
+		const char *zone = rl_calendar_zone_canonical(
+													  TextDatumGetCString(values[RL_POLICY_TIME_ZONE]));
+
+		if (zone)
+			values[RL_POLICY_TIME_ZONE] = CStringGetTextDatum(zone);
+	}
 	if (nulls[RL_POLICY_STORAGE])
 	{
 		values[RL_POLICY_STORAGE] = CStringGetTextDatum("table");
@@ -118,7 +129,7 @@ concurrency_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 
 	require_column(nulls, RL_POLICY_CAPACITY);
 	if (!nulls[RL_POLICY_RATE] || !nulls[RL_POLICY_PERIOD] ||
-		!nulls[RL_POLICY_START] ||
+		!nulls[RL_POLICY_START] || !nulls[RL_POLICY_TIME_ZONE] ||
 		(!nulls[RL_POLICY_SHARDS] && DatumGetInt32(values[RL_POLICY_SHARDS]) != 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -139,6 +150,7 @@ concurrency_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	policy->has_start = false;
 	policy->start = 0;
 	policy->store = RL_STORE_TABLE;
+	memset(&policy->calendar, 0, sizeof(policy->calendar));
 	if (store_from_values(values, nulls) != RL_STORE_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -152,7 +164,57 @@ concurrency_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 }
 
 /*
- * Check the eight policy columns and convert them; any problem is an
+ * The calendar unit a period names: '1 day', '1 week' (or '7 days'),
+ * '1 month' or '1 year' exactly; RL_CALENDAR_NONE for any other ('24
+ * hours' and '30 days' included: a calendar unit is not a length).
+ */
+static RlCalendarUnit
+calendar_unit(const Interval *span)
+{
+	if (span->time != 0)
+		return RL_CALENDAR_NONE;
+	if (span->month == 0 && span->day == 1)
+		return RL_CALENDAR_DAY;
+	if (span->month == 0 && span->day == 7)
+		return RL_CALENDAR_WEEK;
+	if (span->month == 1 && span->day == 0)
+		return RL_CALENDAR_MONTH;
+	if (span->month == MONTHS_PER_YEAR && span->day == 0)
+		return RL_CALENDAR_YEAR;
+	return RL_CALENDAR_NONE;
+}
+
+/*
+ * The time_zone column: a fixed window of calendar windows (see
+ * calendar.c), whose period must name one calendar unit.
+ */
+static void
+calendar_from_values(Datum *values, bool *nulls, RlPolicy *policy)
+{
+	Interval   *span = DatumGetIntervalP(values[RL_POLICY_PERIOD]);
+	RlCalendarUnit unit;
+
+	memset(&policy->calendar, 0, sizeof(policy->calendar));
+	if (nulls[RL_POLICY_TIME_ZONE])
+		return;
+	if (policy->kind != RL_FIXED_WINDOW)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time_zone applies only to fixed window limits")));
+	unit = calendar_unit(span);
+	if (unit == RL_CALENDAR_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("with a time_zone, period must be 1 day, 1 week, 1 month or 1 year"),
+				 errdetail("The period is %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   values[RL_POLICY_PERIOD])))));
+	rl_calendar_init(&policy->calendar, unit,
+					 TextDatumGetCString(values[RL_POLICY_TIME_ZONE]));
+}
+
+/*
+ * Check the nine policy columns and convert them; any problem is an
  * ERROR naming the column.  Defaults must already be filled in.
  */
 void
@@ -203,6 +265,7 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 		policy->start = start;
 	}
 	policy->store = store_from_values(values, nulls);
+	calendar_from_values(values, nulls, policy);
 	if (policy->store == RL_STORE_MEMORY && policy->shards != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -264,11 +327,15 @@ rl_policy_from_composite(HeapTupleHeader tuple, RlPolicy *policy)
 	Datum		values[RL_POLICY_NATTS];
 	bool		nulls[RL_POLICY_NATTS];
 
-	/* 1.0 to 1.2 have no storage column: such a policy keeps a table */
+	/*
+	 * 1.0 to 1.2 have no storage and time_zone columns: such a policy
+	 * keeps a table, and windows of a period
+	 */
 	if (desc->natts != RL_POLICY_NATTS && desc->natts != RL_POLICY_STORAGE)
 		elog(ERROR, "rl_policy has %d columns, expected %d",
 			 desc->natts, RL_POLICY_NATTS);
 	nulls[RL_POLICY_STORAGE] = true;
+	nulls[RL_POLICY_TIME_ZONE] = true;
 	tmp.t_len = HeapTupleHeaderGetDatumLength(tuple);
 	ItemPointerSetInvalid(&tmp.t_self);
 	tmp.t_tableOid = InvalidOid;

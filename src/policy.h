@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * policy.h
- *	  A policy as SQL sees it: the eight columns of type rl_policy, which
+ *	  A policy as SQL sees it: the nine columns of type rl_policy, which
  *	  are also the columns of rl_definitions after name and the arguments
  *	  of rl_define after name.
  *
@@ -26,16 +26,18 @@
 #define RL_POLICY_SHARDS		5
 #define RL_POLICY_START			6
 #define RL_POLICY_STORAGE		7
-#define RL_POLICY_NATTS			8
+#define RL_POLICY_TIME_ZONE		8
+#define RL_POLICY_NATTS			9
 
 /*
  * rl_definitions has two more columns after those: options of a defined
  * limit that no inline config carries (they change what a call does, not
- * the state it keeps).
+ * the state it keeps).  In the table, time_zone comes last (a column added
+ * after these); every query lists the columns in this order.
  */
-#define RL_DEFINITION_SHADOW	8
-#define RL_DEFINITION_BLOCK_FOR	9
-#define RL_DEFINITION_NATTS		10
+#define RL_DEFINITION_SHADOW	9
+#define RL_DEFINITION_BLOCK_FOR	10
+#define RL_DEFINITION_NATTS		11
 
 extern void rl_policy_from_values(Datum *values, bool *nulls,
 								  RlPolicy *policy);

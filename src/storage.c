@@ -100,7 +100,7 @@ typedef struct RlPlanSpec
 {
 	const char *sql;			/* each %s stands for the quoted schema name */
 	int			nargs;
-	Oid			argtypes[11];
+	Oid			argtypes[12];
 } RlPlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
@@ -117,27 +117,27 @@ typedef struct RlPlanSpec
 static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
 		"SELECT kind, rate, period, capacity, max_reserved, shards, start,"
-		" storage, shadow, block_for FROM ONLY %s.rl_definitions"
+		" storage, time_zone, shadow, block_for FROM ONLY %s.rl_definitions"
 		" WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 	[PLAN_PUT_DEFINITION] = {
 		"INSERT INTO %s.rl_definitions AS d"
 		" (name, kind, rate, period, capacity, max_reserved, shards, start,"
-		" storage, shadow, block_for)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-		" COALESCE($10, false), $11)"
+		" storage, time_zone, shadow, block_for)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+		" COALESCE($11, false), $12)"
 		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
 		" rate = excluded.rate, period = excluded.period,"
 		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
 		" shards = excluded.shards, start = excluded.start,"
-		" storage = excluded.storage, shadow = excluded.shadow,"
-		" block_for = excluded.block_for"
+		" storage = excluded.storage, time_zone = excluded.time_zone,"
+		" shadow = excluded.shadow, block_for = excluded.block_for"
 		" WHERE d.kind" EQ "excluded.kind OR NOT (d.kind" EQ
 		" ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])"
 		" OR excluded.kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[]))",
-		11, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
-		INT4OID, TIMESTAMPTZOID, TEXTOID, BOOLOID, INTERVALOID}
+		12, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
+		INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID}
 	},
 	[PLAN_DELETE_DEFINITION] = {
 		"DELETE FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
@@ -191,7 +191,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_SCAN] = {
 		"SELECT s.value, s.ts, s.name, s.key, s.shard,"
 		" d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,"
-		" d.start, d.storage"
+		" d.start, d.storage, d.time_zone"
 		" FROM ONLY %s.rate_limits s LEFT JOIN ONLY %s.rl_definitions d"
 		" ON d.name" EQ "s.name"
 		" WHERE d.name IS NOT NULL"
@@ -285,8 +285,9 @@ replace_once(StringInfo sql, const char *from, const char *to)
 
 /*
  * Prepare and keep plan i, for the schema spelled quoted; without the
- * storage column, every definition reads as storage 'table' and is written
- * without it.
+ * storage column (1.0 to 1.2, which have no time_zone either), every
+ * definition reads as storage 'table' with no time zone and is written
+ * without them.
  */
 static void
 prepare_plan(int i, const char *quoted, bool storage)
@@ -298,14 +299,16 @@ prepare_plan(int i, const char *quoted, bool storage)
 	appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted);
 	if (!storage)
 	{
-		replace_once(&sql, " storage, shadow, block_for FROM ONLY",
-					 " NULL::pg_catalog.text, NULL::pg_catalog.bool,"
-					 " NULL::pg_catalog.interval FROM ONLY");
-		replace_once(&sql, "d.start, d.storage", "d.start, NULL::pg_catalog.text");
-		replace_once(&sql, " start, storage, shadow, block_for)", " start)");
-		replace_once(&sql, ", $8, $9, COALESCE($10, false), $11)", ", $8)");
-		replace_once(&sql, ", storage = excluded.storage, shadow = excluded.shadow,"
-					 " block_for = excluded.block_for", "");
+		replace_once(&sql, " storage, time_zone, shadow, block_for FROM ONLY",
+					 " NULL::pg_catalog.text, NULL::pg_catalog.text,"
+					 " NULL::pg_catalog.bool, NULL::pg_catalog.interval FROM ONLY");
+		replace_once(&sql, "d.start, d.storage, d.time_zone",
+					 "d.start, NULL::pg_catalog.text, NULL::pg_catalog.text");
+		replace_once(&sql, " start, storage, time_zone, shadow, block_for)",
+					 " start)");
+		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12)", ", $8)");
+		replace_once(&sql, ", storage = excluded.storage, time_zone = excluded.time_zone,"
+					 " shadow = excluded.shadow, block_for = excluded.block_for", "");
 	}
 	plan = SPI_prepare(sql.data, plan_specs[i].nargs,
 					   (Oid *) plan_specs[i].argtypes);
@@ -1154,7 +1157,7 @@ rl_storage_memory_definitions(void)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT name, kind, rate, period, capacity, max_reserved,"
-					 " shards, start, storage FROM ONLY %s.rl_definitions"
+					 " shards, start, storage, time_zone FROM ONLY %s.rl_definitions"
 					 " WHERE storage" EQ "'memory'",
 					 quote_identifier(plans_nspname));
 	run_fresh(sql.data, 0, NULL, NULL);
