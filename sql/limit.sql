@@ -75,8 +75,8 @@ SELECT * FROM rl_limit('sendMessage', 'alice', config => rl_token_bucket(100, '1
 SELECT * FROM rl_limit('signup');
 
 -- a policy built by hand is checked like any other
-SELECT * FROM rl_limit('handmade', 'k', config => ROW('token bucket', 5, '1 second', NULL, NULL, 1, NULL, NULL)::rl_policy);
-SELECT * FROM rl_limit('handmade', 'k', config => ROW('token bucket', -5, '1 second', NULL, NULL, 1, NULL, NULL)::rl_policy);
+SELECT * FROM rl_limit('handmade', 'k', config => ROW('token bucket', 5, '1 second', NULL, NULL, 1, NULL, NULL, NULL)::rl_policy);
+SELECT * FROM rl_limit('handmade', 'k', config => ROW('token bucket', -5, '1 second', NULL, NULL, 1, NULL, NULL, NULL)::rl_policy);
 
 -- the time comes from the server clock when nothing is pinned
 RESET ratelimit.now_override;

@@ -196,7 +196,7 @@ SELECT stmt, error_of(stmt) FROM (VALUES
   ($$SELECT rl_token_bucket(1, '1 s', shards => 4, storage => 'memory')$$),
   ($$SELECT rl_fixed_window(1, '1 s', storage => 'Memory')$$),
   ($$SELECT rl_limit('mem', 'k', 7)$$),
-  ($$SELECT rl_limit('inl', 'k', config => ROW('concurrency', NULL, NULL, 2, NULL, 1, NULL, 'memory')::rl_policy)$$),
+  ($$SELECT rl_limit('inl', 'k', config => ROW('concurrency', NULL, NULL, 2, NULL, 1, NULL, 'memory', NULL)::rl_policy)$$),
   ($$INSERT INTO rl_definitions (name, kind, rate, period, capacity, storage) VALUES ('bad', 'token bucket', 1, '1 s', 1, 'disk')$$)
 ) AS t(stmt);
 -- PREPARE TRANSACTION after a memory call is refused, and returns the tokens

@@ -847,6 +847,266 @@ run_http(void)
 		   "http: seconds round up");
 }
 
+
+/*
+ * Calendars for the vectors: UTC months from civil dates (Howard Hinnant's
+ * days_from_civil and civil_from_days), and the days of a toy zone whose
+ * day 10 lasts 23 hours and day 20 25 hours, as across a spring-forward
+ * and a fall-back change.  Times are microseconds from 2000-01-01 00:00
+ * UTC, as in the extension; windows are numbered from 2000-01 and from
+ * 2000-01-01.
+ */
+#define EPOCH_DAYS	INT64_C(10957)	/* 1970-01-01 to 2000-01-01 */
+
+static int64_t
+floor_div(int64_t a, int64_t d)
+{
+	return a / d - (a % d != 0 && a < 0);
+}
+
+/* Days from 1970-01-01 to y-m-d. */
+static int64_t
+days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+	int64_t		era;
+	int64_t		yoe;
+	int64_t		doy;
+
+	y -= m <= 2;
+	era = floor_div(y, 400);
+	yoe = y - era * 400;
+	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+/* The year and month of a day from 1970-01-01. */
+static void
+civil_from_days(int64_t z, int64_t *y, int64_t *m)
+{
+	int64_t		era;
+	int64_t		doe;
+	int64_t		yoe;
+	int64_t		doy;
+	int64_t		mp;
+
+	z += 719468;
+	era = floor_div(z, 146097);
+	doe = z - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+/* y-m-d hh:00 UTC as a time. */
+static int64_t
+utc(int64_t y, int64_t m, int64_t d, int64_t h)
+{
+	return (days_from_civil(y, m, d) - EPOCH_DAYS) * DAY + h * HOUR;
+}
+
+static int64_t
+month_start(const RlCalendar *c, int64_t index)
+{
+	return utc(2000 + floor_div(index, 12), index - floor_div(index, 12) * 12 + 1,
+			   1, 0);
+}
+
+static int64_t
+month_index(const RlCalendar *c, int64_t t)
+{
+	int64_t		y;
+	int64_t		m;
+
+	civil_from_days(floor_div(t, DAY) + EPOCH_DAYS, &y, &m);
+	return (y - 2000) * 12 + m - 1;
+}
+
+/* Day k starts an hour early from day 11 to day 20 (day 10 is short). */
+static int64_t
+toy_day_start(const RlCalendar *c, int64_t index)
+{
+	return index * DAY - (index >= 11 && index <= 20 ? HOUR : 0);
+}
+
+static int64_t
+toy_day_index(const RlCalendar *c, int64_t t)
+{
+	int64_t		k = floor_div(t, DAY);
+
+	while (toy_day_start(c, k) > t)
+		k--;
+	while (toy_day_start(c, k + 1) <= t)
+		k++;
+	return k;
+}
+
+/* A fixed window of calendar windows. */
+static RlPolicy
+calendar(double rate, double capacity, RlCalendarUnit unit)
+{
+	RlPolicy	p = window(rate, rl_calendar_period(unit), capacity, 0);
+
+	p.has_start = false;
+	p.calendar.unit = unit;
+	p.calendar.window_index = unit == RL_CALENDAR_MONTH ? month_index :
+		toy_day_index;
+	p.calendar.window_start = unit == RL_CALENDAR_MONTH ? month_start :
+		toy_day_start;
+	return p;
+}
+
+/*
+ * Calendar windows: one rate per window started, whatever its length;
+ * every wait to a window start.
+ */
+static void
+run_calendar(void)
+{
+	RlPolicy	m = calendar(10, 10, RL_CALENDAR_MONTH);
+	RlPolicy	m25 = calendar(10, 25, RL_CALENDAR_MONTH);
+	RlPolicy	day = calendar(1, 1, RL_CALENDAR_DAY);
+	RlPolicy	bad;
+	RlState		s = {2, utc(2026, 1, 1, 0)};
+	RlState		r;
+	RlDecision	d;
+	int64_t		at;
+
+	/* the civil arithmetic itself: 2026-01-01 is day 9497 of 2000 */
+	expect(utc(2026, 1, 1, 0) == 9497 * DAY && month_index(NULL, utc(2026, 1, 1, 0)) == 312 &&
+		   month_index(NULL, utc(2026, 1, 1, 0) - 1) == 311,
+		   "calendar: test calendar");
+
+	/* 2 left in January: still 2 a microsecond before February */
+	r = rl_refill(&m, 0, s, utc(2026, 2, 1, 0) - 1);
+	expect(near(r.value, 2) && r.ts == utc(2026, 1, 1, 0),
+		   "calendar: same month, no refill");
+	/* February's start: 2 + 10, capped at 10, counted from Feb 1 */
+	r = rl_refill(&m, 0, s, utc(2026, 2, 1, 0));
+	expect(near(r.value, 10) && r.ts == utc(2026, 2, 1, 0),
+		   "calendar: full at the next month");
+	/* capacity 25: three months (Feb, Mar, Apr) add 30: 3 + 30 = 33, 25 */
+	s.value = 3;
+	r = rl_refill(&m25, 0, s, utc(2026, 4, 15, 0));
+	expect(near(r.value, 25) && r.ts == utc(2026, 4, 1, 0),
+		   "calendar: capacity carries over, capped");
+	/* one month of it: 3 + 10 = 13 */
+	r = rl_refill(&m25, 0, s, utc(2026, 2, 28, 23));
+	expect(near(r.value, 13) && r.ts == utc(2026, 2, 1, 0),
+		   "calendar: one month added");
+
+	/* refused on Jan 31 at noon: retry at Feb 1, 12 hours */
+	s.value = 2;
+	expect(rl_decide(&m, 0, &s, utc(2026, 1, 31, 12), 5, false, &d) ==
+		   RL_DECIDED && !d.ok && d.retry_after == 12 * HOUR &&
+		   d.reset_after == 12 * HOUR && near(d.remaining, 2),
+		   "calendar: refused until the 1st");
+	/* leap year: from Feb 10 2028 the next window is Mar 1, 20 days */
+	expect(rl_decide(&m, 0, NULL, utc(2028, 2, 10, 0), 1, false, &d) ==
+		   RL_DECIDED && d.ok && d.reset_after == 20 * DAY &&
+		   d.state.ts == utc(2028, 2, 1, 0) && near(d.state.value, 9),
+		   "calendar: February 2028 has 29 days");
+	expect(rl_window_length(&m, 0, utc(2028, 2, 10, 0)) == 29 * DAY &&
+		   rl_window_length(&m, 0, utc(2026, 2, 10, 0)) == 28 * DAY &&
+		   rl_window_length(&m, 0, utc(2026, 12, 31, 23)) == 31 * DAY,
+		   "calendar: window lengths");
+	/* year end: Dec 31 2026 23:00 to Jan 1 2027 */
+	s.value = 0;
+	s.ts = utc(2026, 12, 1, 0);
+	expect(rl_decide(&m, 0, &s, utc(2026, 12, 31, 23), 1, false, &d) ==
+		   RL_DECIDED && !d.ok && d.retry_after == HOUR,
+		   "calendar: the year ends");
+
+	/*
+	 * A reservation of 35 with 10 held on Jan 15 (max_reserved 30): -25,
+	 * paid back by Feb (-15), Mar (-5), Apr (5): run it on Apr 1, 17 + 28
+	 * + 31 = 76 days later.
+	 */
+	m.has_max_reserved = true;
+	m.max_reserved = 30;
+	expect(rl_decide(&m, 0, NULL, utc(2026, 1, 15, 0), 35, true, &d) ==
+		   RL_DECIDED && d.ok && near(d.remaining, -25) &&
+		   d.retry_after == 76 * DAY,
+		   "calendar: a reservation waits for whole months");
+	m.has_max_reserved = false;
+	m.max_reserved = 0;
+
+	/* a block of a day from Jan 31 noon ends in February: empty till Mar */
+	s.value = 10;
+	s.ts = utc(2026, 1, 1, 0);
+	expect(rl_block_state(&m, 0, &s, utc(2026, 1, 31, 12), DAY, &r) ==
+		   RL_DECIDED && near(r.value, 0) && r.ts == utc(2026, 2, 1, 0),
+		   "calendar: block into the next month");
+	expect(rl_decide(&m, 0, &r, utc(2026, 2, 15, 0), 1, false, &d) ==
+		   RL_DECIDED && !d.ok && d.retry_after == 14 * DAY,
+		   "calendar: blocked until March");
+	expect(rl_state_is_blocked(&m, 0, r, utc(2026, 1, 31, 13)),
+		   "calendar: blocked");
+	/* a block ending at Feb 1 00:00 empties January only */
+	expect(rl_block_state(&m, 0, &s, utc(2026, 1, 31, 12), 12 * HOUR, &r) ==
+		   RL_DECIDED && near(r.value, 0) && r.ts == utc(2026, 1, 1, 0),
+		   "calendar: block to the 1st");
+
+	/*
+	 * A take granted on Jan 31 23:00, committed Feb 1 01:00, capacity 25:
+	 * taken in January (10 - 4 = 6), then February adds 10: 16.
+	 */
+	s.value = 10;
+	r = rl_commit_take(&m25, 0, s, utc(2026, 1, 31, 23), utc(2026, 2, 1, 1), 4);
+	expect(near(r.value, 16) && r.ts == utc(2026, 2, 1, 0),
+		   "calendar: a take commits in the window it was granted in");
+
+	/* idle: 4 of 10 in January is full again on Feb 1 */
+	s.value = 4;
+	expect(!rl_state_is_idle(&m, 0, s, utc(2026, 1, 20, 0)) &&
+		   rl_idle_at(&m, 0, s, utc(2026, 1, 20, 0), &at) &&
+		   at == utc(2026, 2, 1, 0) &&
+		   rl_state_is_idle(&m, 0, s, utc(2026, 2, 1, 0)),
+		   "calendar: idle from the next month");
+
+	/* the toy zone's 23-hour day 10 and 25-hour day 20 */
+	expect(rl_window_length(&day, 0, 10 * DAY) == 23 * HOUR &&
+		   rl_window_length(&day, 0, 20 * DAY) == 25 * HOUR &&
+		   rl_window_length(&day, 0, 5 * DAY) == DAY,
+		   "calendar: short and long days");
+	s.value = 0;
+	s.ts = 10 * DAY;
+	expect(rl_decide(&day, 0, &s, 10 * DAY + HOUR, 1, false, &d) ==
+		   RL_DECIDED && !d.ok && d.retry_after == 22 * HOUR,
+		   "calendar: the short day ends an hour early");
+	s.ts = 20 * DAY - HOUR;
+	expect(rl_decide(&day, 0, &s, 20 * DAY - HOUR, 1, false, &d) ==
+		   RL_DECIDED && !d.ok && d.retry_after == 25 * HOUR &&
+		   d.reset_after == 25 * HOUR,
+		   "calendar: the long day lasts 25 hours");
+	/* a key that starts on the short day counts from its local midnight */
+	expect(rl_decide(&day, 0, NULL, 11 * DAY - 2 * HOUR, 1, false, &d) ==
+		   RL_DECIDED && d.ok && d.state.ts == 10 * DAY,
+		   "calendar: a new key's window");
+	expect(rl_decide(&day, 0, NULL, 11 * DAY - HOUR, 1, false, &d) ==
+		   RL_DECIDED && d.ok && d.state.ts == 11 * DAY - HOUR,
+		   "calendar: the next day starts an hour early");
+
+	/* no phase from the key, and the checks */
+	expect(rl_window_origin(&m, "a", 1, "k", 1, false) == 0,
+		   "calendar: no phase");
+	expect(rl_policy_problem(&m) == NULL, "calendar: valid");
+	bad = m;
+	bad.has_start = true;
+	expect(rl_policy_problem(&bad) != NULL, "calendar: no start");
+	bad = m;
+	bad.kind = RL_TOKEN_BUCKET;
+	expect(rl_policy_problem(&bad) != NULL, "calendar: fixed window only");
+	bad = m;
+	bad.period = DAY;
+	expect(rl_policy_problem(&bad) != NULL, "calendar: period of the unit");
+	expect(rl_calendar_unit_of_period(30 * DAY) == RL_CALENDAR_MONTH &&
+		   rl_calendar_unit_of_period(36525 * DAY / 100) == RL_CALENDAR_YEAR &&
+		   rl_calendar_unit_of_period(HOUR) == RL_CALENDAR_NONE,
+		   "calendar: units of periods");
+}
+
 int
 main(void)
 {
@@ -863,6 +1123,7 @@ main(void)
 	run_time_extremes();
 	run_adjust();
 	run_http();
+	run_calendar();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
