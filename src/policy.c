@@ -76,8 +76,8 @@ rl_policy_fill_defaults(Datum *values, bool *nulls)
 {
 	if (!nulls[RL_POLICY_TIME_ZONE])
 	{
-		const char *zone = rl_calendar_zone_canonical(
-													  TextDatumGetCString(values[RL_POLICY_TIME_ZONE]));
+		char	   *given = TextDatumGetCString(values[RL_POLICY_TIME_ZONE]);
+		const char *zone = rl_calendar_zone_canonical(given);
 
 		if (zone)
 			values[RL_POLICY_TIME_ZONE] = CStringGetTextDatum(zone);
