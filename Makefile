@@ -28,7 +28,7 @@ MODULE_big = ratelimit
 OBJS = src/algebra.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/concurrency.o src/functions.o src/gc.o src/held.o src/http.o src/limit.o \
 	src/memory.o src/policy.o src/sha256.o src/stats.o src/storage.o \
-	src/trigger.o
+	src/trigger.o src/wait.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
 	ratelimit--1.2--1.3.sql ratelimit--1.3.sql
@@ -42,7 +42,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
 	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window \
-	policies \
+	policies wait \
 	row_hints
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 

@@ -141,3 +141,14 @@ UPDATE rl_definitions SET shadow = true WHERE name = 'slots';
 SELECT rl_acquire('slots', 'k');
 UPDATE rl_definitions SET shadow = false WHERE name = 'slots';
 SELECT rl_acquire('slots', 'k');
+
+-- on the real clock too (a pinned clock hides a call that reads the time
+-- twice): a refused call blocks its key, on both stores
+RESET ratelimit.now_override;
+SELECT rl_define('real_t', 'token bucket', 1, '1 hour', block_for => '1 hour');
+SELECT rl_define('real_m', 'token bucket', 1, '1 hour', block_for => '1 hour',
+	storage => 'memory');
+SELECT i, ok FROM calls('real_t', 2);
+SELECT i, ok FROM calls('real_m', 2);
+SELECT ts > now() + '59 minutes' AS blocked FROM rl_value('real_t', 'k');
+SELECT ts > now() + '59 minutes' AS blocked FROM rl_value('real_m', 'k');

@@ -1291,11 +1291,17 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 		check_attempts(attempt);
 		status = rl_storage_consume(&row, decide_unlocked, &call);
 		if (status == RL_TRY_DONE)
+		{
+			if (answer->ok)
+				rl_held_mark(target->name, target->key);
 			return;
+		}
 		held.n = 1;
 		held.shard[0] = 0;
 		held.stored[0] = status != RL_TRY_MISSING &&
 			rl_storage_lock(&row, &held.state[0], &held.tid[0]);
+		if (held.stored[0])
+			rl_held_mark(target->name, target->key);
 		recheck_definition(target, count, reserve);
 		decide_held(target, &held, count, reserve, answer);
 		if (!answer->ok)
@@ -1306,7 +1312,10 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 			return;
 		}
 		if (rl_storage_insert(&row, &answer->state[0]))
+		{
+			rl_held_mark(target->name, target->key);
 			return;
+		}
 		/* another transaction created the row and committed: lock it */
 	}
 }
@@ -1347,8 +1356,9 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 
 	if (answer->ok || target->policy.block_for <= 0)
 		return;
-	now = rl_clock_now();
+	/* now read after the state, which rl_current brought forward to its now */
 	state = rl_current(target);
+	now = rl_clock_now();
 	if (rl_state_is_blocked(&target->policy, target->origin, state, now))
 		return;
 	state = rl_adjust(target, RL_ADJUST_BLOCK, 0, target->policy.block_for);
