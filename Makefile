@@ -10,6 +10,8 @@
 #               (installs redis-tools for itself)
 #   make bench-long  only its long-transaction section (a snapshot held in
 #               another session while the calls run; six minutes)
+#   make bench-wait  how evenly waiting calls (rl_limit's wait) share one
+#               key between clients, on both stores
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
@@ -71,7 +73,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-memory bench-long bench-external profile dist
+.PHONY: run stop test unit bench bench-memory bench-long bench-wait bench-external profile dist
 run:
 	test/run-demo.sh
 
@@ -88,6 +90,8 @@ bench-memory:
 	test/bench/memory.sh
 bench-long:
 	test/bench/long.sh
+bench-wait:
+	test/bench/wait.sh
 
 bench-external:
 	test/bench/external/run.sh
