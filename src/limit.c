@@ -1769,8 +1769,25 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		int			i = order[k];
 
 		CHECK_FOR_INTERRUPTS();
-		if (first[i] != i || targets[i].policy.store == RL_STORE_MEMORY)
+		if (first[i] != i)
 			continue;
+		if (targets[i].policy.store == RL_STORE_MEMORY)
+		{
+			/*
+			 * Holding the table rows may have waited: a memory limit is
+			 * decided under its definition read after that, as a table
+			 * limit is (shadow switched off, a capacity lowered).
+			 */
+			recheck_definition(&targets[i], total[i], reserve);
+			if (targets[i].policy.store != RL_STORE_MEMORY)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
+								text_to_cstring(targets[i].label)),
+						 errdetail("It no longer keeps its state in memory."),
+						 errhint("Retry the transaction.")));
+			continue;
+		}
 		recheck_definition(&targets[i], total[i], reserve);
 		decide_hold(&targets[i], &held[i], total[i], reserve, &answers[i]);
 		apply_shadow(&targets[i], &answers[i]);
