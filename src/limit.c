@@ -1381,7 +1381,8 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 		rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
 		return;
 	}
-	if (consumed)
+	/* a call shadow mode granted took nothing, and reserved nothing */
+	if (consumed && !answer->shadowed)
 	{
 		call->values[RL_STAT_tokens] = count;
 		if (answer->has_retry)
