@@ -35,6 +35,10 @@ SELECT name, calls, granted, refused, shadow_refused, tokens, reservations,
 FROM rl_stats WHERE datname = current_database() AND name LIKE 'shadow%' ORDER BY name;
 -- no 429 in shadow mode: no Retry-After, r is 0
 SELECT rl_headers('shadow_t', rl_limit('shadow_t', 'k'));
+-- rl_check answers what rl_limit would: granted, with the retry_after
+SELECT ok, retry_after FROM rl_check('shadow_t', 'k');
+SELECT ok, retry_after FROM rl_check('shadow_m', 'k');
+SELECT rl_headers('shadow_t', rl_check('shadow_t', 'k'));
 -- enforcing is one rl_define: the state is kept, so the next call refuses
 SELECT rl_define('shadow_t', 'token bucket', 2, '1 hour');
 SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', storage => 'memory');

@@ -1520,11 +1520,15 @@ peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer,
 	decide_held(target, &held, count, reserve, answer);
 }
 
-/* What rl_consume would answer, locking and writing nothing. */
+/*
+ * What rl_consume would answer, locking and writing nothing: shadow mode
+ * included (a block is not: only a consuming call blocks).
+ */
 void
 rl_peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer)
 {
 	peek(target, count, reserve, answer, NULL);
+	apply_shadow(target, answer);
 }
 
 /*
