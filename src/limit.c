@@ -398,6 +398,8 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 }
 
 static void recheck_policy(RlTarget *target);
+static RlState adjust_key(RlTarget *target, RlAdjustment kind, double amount,
+						  int64 duration, bool *blocked);
 
 /* The policy one row of the limit enforces. */
 static RlPolicy
@@ -1344,6 +1346,7 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	RlState		state;
 	RlPolicy	policy;
 	RlDecision	d;
+	bool		blocked = true;
 
 	if (answer->ok || target->policy.block_for <= 0)
 		return;
@@ -1351,14 +1354,15 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	state = rl_current(target);
 	if (rl_state_is_blocked(&target->policy, target->origin, state, now))
 		return;
-	state = rl_adjust(target, RL_ADJUST_BLOCK, 0, target->policy.block_for);
+	state = adjust_key(target, RL_ADJUST_BLOCK, 0, target->policy.block_for,
+					   &blocked);
 	policy = row_policy(target);
 	now = rl_clock_now();
 	check_answered(rl_decide(&policy, target->origin, &state, now, count,
 							 reserve, &d), now);
 	if (d.ok)
 		return;					/* can't happen: the block refuses count */
-	answer->blocked = true;
+	answer->blocked = blocked;
 	answer->has_retry = d.has_retry;
 	answer->retry_after = d.retry_after;
 	answer->remaining = d.remaining;
@@ -1999,6 +2003,18 @@ adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
 RlState
 rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 {
+	return adjust_key(target, kind, amount, duration, NULL);
+}
+
+/*
+ * rl_adjust; for a block, blocked (when not NULL) asks to leave a table
+ * limit's key that is blocked once its row is held as it is: *blocked
+ * then receives false, and true when the block was written.
+ */
+static RlState
+adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
+		   bool *blocked)
+{
 	RlPolicy	policy;
 	int			nshards = target->policy.shards;
 	RlState    *states;
@@ -2025,6 +2041,22 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 	recheck_policy(target);
 	policy = row_policy(target);
 	now = rl_clock_now();
+
+	/*
+	 * A block another transaction wrote and committed while this one
+	 * waited for the row: not lengthened (apply_block).
+	 */
+	if (blocked != NULL)
+	{
+		*blocked = !(nshards == 1 &&
+					 rl_state_is_blocked(&policy, target->origin, states[0], now));
+		if (!*blocked)
+		{
+			total = rl_refill(&policy, target->origin, states[0], now);
+			check_state_time(&total, now);
+			return total;
+		}
+	}
 
 	if (kind == RL_ADJUST_REFUND && nshards > 1)
 	{
