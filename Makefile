@@ -57,7 +57,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
 	shards_both_busy shards_create_order shards_multixact lock_strength \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
-	memory_last_token memory_gc_undefined memory_drop_extension row_hints
+	memory_last_token memory_gc_undefined memory_drop_extension row_hints \
+	policies_mixed_recheck policies_block_race
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.

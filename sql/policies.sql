@@ -29,10 +29,16 @@ SELECT * FROM calls('shadow_m', 4);
 -- the would-be refusals took nothing: 0 left, as an enforcing limit leaves
 SELECT value FROM rl_value('shadow_t', 'k');
 SELECT value FROM rl_value('shadow_m', 'k');
-SELECT name, calls, granted, refused, shadow_refused, tokens
+-- they took nothing, and reserved nothing: 2 tokens, no reservation
+SELECT name, calls, granted, refused, shadow_refused, tokens, reservations,
+	deepest_reservation
 FROM rl_stats WHERE datname = current_database() AND name LIKE 'shadow%' ORDER BY name;
 -- no 429 in shadow mode: no Retry-After, r is 0
 SELECT rl_headers('shadow_t', rl_limit('shadow_t', 'k'));
+-- rl_check answers what rl_limit would: granted, with the retry_after
+SELECT ok, retry_after FROM rl_check('shadow_t', 'k');
+SELECT ok, retry_after FROM rl_check('shadow_m', 'k');
+SELECT rl_headers('shadow_t', rl_check('shadow_t', 'k'));
 -- enforcing is one rl_define: the state is kept, so the next call refuses
 SELECT rl_define('shadow_t', 'token bucket', 2, '1 hour');
 SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', storage => 'memory');
@@ -44,6 +50,19 @@ SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', shadow => true,
 	storage => 'memory');
 SELECT * FROM calls('shadow_t', 1);
 SELECT * FROM calls('shadow_m', 1);
+
+-- shadow mode with reserve: a reservation past max_reserved is granted,
+-- takes nothing and is no reservation in rl_stats (2 tokens, 1 reservation)
+SELECT rl_define('shadow_r', 'token bucket', 1, '1 hour', max_reserved => 1,
+	shadow => true);
+SELECT g, r.ok, r.retry_after, r.remaining
+FROM generate_series(1, 3) g,
+	LATERAL rl_limit('shadow_r', 'k' || repeat('', g), reserve => true) r
+ORDER BY g;
+SELECT value FROM rl_value('shadow_r', 'k');
+SELECT name, calls, granted, shadow_refused, tokens, reservations,
+	deepest_reservation
+FROM rl_stats WHERE datname = current_database() AND name = 'shadow_r';
 
 -- rl_limit_all: a limit in shadow mode refuses nothing, the others still do
 SELECT rl_define('enforced', 'token bucket', 1, '1 hour');

@@ -398,6 +398,8 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 }
 
 static void recheck_policy(RlTarget *target);
+static RlState adjust_key(RlTarget *target, RlAdjustment kind, double amount,
+						  int64 duration, bool *blocked);
 
 /* The policy one row of the limit enforces. */
 static RlPolicy
@@ -1353,6 +1355,7 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	RlState		state;
 	RlPolicy	policy;
 	RlDecision	d;
+	bool		blocked = true;
 
 	if (answer->ok || target->policy.block_for <= 0)
 		return;
@@ -1361,14 +1364,15 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	now = rl_clock_now();
 	if (rl_state_is_blocked(&target->policy, target->origin, state, now))
 		return;
-	state = rl_adjust(target, RL_ADJUST_BLOCK, 0, target->policy.block_for);
+	state = adjust_key(target, RL_ADJUST_BLOCK, 0, target->policy.block_for,
+					   &blocked);
 	policy = row_policy(target);
 	now = rl_clock_now();
 	check_answered(rl_decide(&policy, target->origin, &state, now, count,
 							 reserve, &d), now);
 	if (d.ok)
 		return;					/* can't happen: the block refuses count */
-	answer->blocked = true;
+	answer->blocked = blocked;
 	answer->has_retry = d.has_retry;
 	answer->retry_after = d.retry_after;
 	answer->remaining = d.remaining;
@@ -1391,7 +1395,8 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 		rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
 		return;
 	}
-	if (consumed)
+	/* a call shadow mode granted took nothing, and reserved nothing */
+	if (consumed && !answer->shadowed)
 	{
 		call->values[RL_STAT_tokens] = count;
 		if (answer->has_retry)
@@ -1529,11 +1534,15 @@ peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer,
 	decide_held(target, &held, count, reserve, answer);
 }
 
-/* What rl_consume would answer, locking and writing nothing. */
+/*
+ * What rl_consume would answer, locking and writing nothing: shadow mode
+ * included (a block is not: only a consuming call blocks).
+ */
 void
 rl_peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer)
 {
 	peek(target, count, reserve, answer, NULL);
+	apply_shadow(target, answer);
 }
 
 /*
@@ -1779,8 +1788,25 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		int			i = order[k];
 
 		CHECK_FOR_INTERRUPTS();
-		if (first[i] != i || targets[i].policy.store == RL_STORE_MEMORY)
+		if (first[i] != i)
 			continue;
+		if (targets[i].policy.store == RL_STORE_MEMORY)
+		{
+			/*
+			 * Holding the table rows may have waited: a memory limit is
+			 * decided under its definition read after that, as a table
+			 * limit is (shadow switched off, a capacity lowered).
+			 */
+			recheck_definition(&targets[i], total[i], reserve);
+			if (targets[i].policy.store != RL_STORE_MEMORY)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
+								text_to_cstring(targets[i].label)),
+						 errdetail("It no longer keeps its state in memory."),
+						 errhint("Retry the transaction.")));
+			continue;
+		}
 		recheck_definition(&targets[i], total[i], reserve);
 		decide_hold(&targets[i], &held[i], total[i], reserve, &answers[i]);
 		apply_shadow(&targets[i], &answers[i]);
@@ -1987,6 +2013,18 @@ adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
 RlState
 rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 {
+	return adjust_key(target, kind, amount, duration, NULL);
+}
+
+/*
+ * rl_adjust; for a block, blocked (when not NULL) asks to leave a table
+ * limit's key that is blocked once its row is held as it is: *blocked
+ * then receives false, and true when the block was written.
+ */
+static RlState
+adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
+		   bool *blocked)
+{
 	RlPolicy	policy;
 	int			nshards = target->policy.shards;
 	RlState    *states;
@@ -2013,6 +2051,22 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 	recheck_policy(target);
 	policy = row_policy(target);
 	now = rl_clock_now();
+
+	/*
+	 * A block another transaction wrote and committed while this one
+	 * waited for the row: not lengthened (apply_block).
+	 */
+	if (blocked != NULL)
+	{
+		*blocked = !(nshards == 1 &&
+					 rl_state_is_blocked(&policy, target->origin, states[0], now));
+		if (!*blocked)
+		{
+			total = rl_refill(&policy, target->origin, states[0], now);
+			check_state_time(&total, now);
+			return total;
+		}
+	}
 
 	if (kind == RL_ADJUST_REFUND && nshards > 1)
 	{
