@@ -171,3 +171,21 @@ SELECT i, ok FROM calls('real_t', 2);
 SELECT i, ok FROM calls('real_m', 2);
 SELECT ts > now() + '59 minutes' AS blocked FROM rl_value('real_t', 'k');
 SELECT ts > now() + '59 minutes' AS blocked FROM rl_value('real_m', 'k');
+
+-- a memory limit's block waits for commit; a second refusal in the same
+-- transaction neither blocks again nor lengthens it, and reports it
+SET ratelimit.now_override = '2026-03-01 00:00:00+00';
+SELECT rl_define('twice_m', 'token bucket', 1, '1 hour', block_for => '10 minutes',
+	storage => 'memory');
+SELECT rl_define('twice_t', 'token bucket', 1, '1 hour', block_for => '10 minutes');
+BEGIN;
+SELECT * FROM calls('twice_m', 2);
+SELECT * FROM calls('twice_t', 2);
+SET LOCAL ratelimit.now_override = '2026-03-01 00:05:00+00';
+SELECT * FROM calls('twice_m', 1);
+SELECT * FROM calls('twice_t', 1);
+COMMIT;
+SELECT value, ts FROM rl_value('twice_m', 'k');
+SELECT value, ts FROM rl_value('twice_t', 'k');
+SELECT name, refused, blocks FROM rl_stats
+WHERE datname = current_database() AND name LIKE 'twice%' ORDER BY name;

@@ -1969,7 +1969,7 @@ adjust_row(const RlPolicy *policy, int64 origin, RlAdjustment kind,
  */
 static RlState
 adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
-			  int64 duration)
+			  int64 duration, bool *blocked)
 {
 	RlMemoryKey k;
 	RlState		state;
@@ -1991,6 +1991,24 @@ adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
 	}
 	now = rl_clock_now();
 	rl_memory_read(&k, &target->policy, target->origin, now, &state);
+	if (blocked != NULL)
+	{
+		TimestampTz since;
+
+		/*
+		 * block_for: a block already pending in this transaction stands,
+		 * and is what the call reports; one another transaction commits
+		 * meanwhile is checked at commit.
+		 */
+		*blocked = !rl_memory_block_pending(&k, &since);
+		adjust_row(&target->policy, target->origin, kind, &state,
+				   *blocked ? now : since, amount, duration, &next);
+		if (*blocked)
+			rl_memory_at_commit(&k, &target->policy, target->origin,
+								RL_MEMORY_BLOCK_UNBLOCKED, 0, duration,
+								target->memory_epoch);
+		return next;
+	}
 	adjust_row(&target->policy, target->origin, kind, &state, now, amount,
 			   duration, &next);
 	rl_memory_at_commit(&k, &target->policy, target->origin,
@@ -2034,7 +2052,7 @@ adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
 	RlState		total;
 
 	if (target->policy.store == RL_STORE_MEMORY)
-		return adjust_memory(target, kind, amount, duration);
+		return adjust_memory(target, kind, amount, duration, blocked);
 	states = palloc(sizeof(RlState) * nshards);
 	next = palloc(sizeof(RlState) * nshards);
 	tids = palloc(sizeof(ItemPointerData) * nshards);
