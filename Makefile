@@ -10,6 +10,8 @@
 #               (installs redis-tools for itself)
 #   make bench-long  only its long-transaction section (a snapshot held in
 #               another session while the calls run; six minutes)
+#   make bench-wait  how evenly waiting calls (rl_limit's wait) share one
+#               key between clients, on both stores
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
@@ -28,7 +30,7 @@ MODULE_big = ratelimit
 OBJS = src/algebra.o src/calendar.o src/clock.o src/definitions.o src/direct.o src/errors.o \
 	src/concurrency.o src/functions.o src/gc.o src/held.o src/http.o src/limit.o \
 	src/memory.o src/policy.o src/sha256.o src/stats.o src/storage.o \
-	src/trigger.o
+	src/trigger.o src/wait.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
 	ratelimit--1.2--1.3.sql ratelimit--1.3.sql
@@ -42,7 +44,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
 	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window \
-	policies calendar \
+	policies calendar wait \
 	row_hints
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
@@ -55,7 +57,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
 	shards_both_busy shards_create_order shards_multixact lock_strength \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
-	memory_last_token memory_gc_undefined memory_drop_extension row_hints
+	memory_last_token memory_gc_undefined memory_drop_extension row_hints \
+	policies_mixed_recheck policies_block_race
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -71,7 +74,7 @@ include $(PGXS)
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-memory bench-long bench-external profile dist
+.PHONY: run stop test unit bench bench-memory bench-long bench-wait bench-external profile dist
 run:
 	test/run-demo.sh
 
@@ -88,6 +91,8 @@ bench-memory:
 	test/bench/memory.sh
 bench-long:
 	test/bench/long.sh
+bench-wait:
+	test/bench/wait.sh
 
 bench-external:
 	test/bench/external/run.sh

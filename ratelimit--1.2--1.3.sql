@@ -299,3 +299,97 @@ COMMENT ON COLUMN @extschema@.rl_stats.blocks IS 'refused calls that blocked the
 COMMENT ON COLUMN @extschema@.rl_stats.last_refusal IS 'the time of the latest refusal (the limiter''s clock); NULL if none';
 COMMENT ON COLUMN @extschema@.rl_stats.stats_reset IS 'since when this row counts: its first call, or rl_stats_reset(name)';
 REVOKE ALL ON @extschema@.rl_stats FROM PUBLIC;
+
+-- rl_limit's wait argument (1.3): sleep, holding no row lock, until the
+-- call is granted, when retry_after is at most wait.
+DROP FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean);
+DROP FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean);
+DROP FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean);
+DROP FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean);
+DROP FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean);
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+

@@ -154,12 +154,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
-	jitter boolean DEFAULT false)
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -168,12 +169,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
-	jitter boolean DEFAULT false)
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -182,12 +184,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
-	jitter boolean DEFAULT false)
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -196,12 +199,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
-	jitter boolean DEFAULT false)
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -210,12 +214,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	reserve boolean DEFAULT false,
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
-	jitter boolean DEFAULT false)
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
 
 CREATE FUNCTION @extschema@.rl_check(
 	name text,
@@ -414,23 +419,23 @@ COMMENT ON FUNCTION @extschema@.rl_enforce() IS
 -- Grants: everything starts revoked from PUBLIC; then anyone may build
 -- policies and consume, check and read limits.  Defining, undefining and
 -- resetting limits stay with the extension owner until granted.
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
@@ -441,19 +446,19 @@ REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
 
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) TO PUBLIC;

@@ -29,10 +29,16 @@ SELECT * FROM calls('shadow_m', 4);
 -- the would-be refusals took nothing: 0 left, as an enforcing limit leaves
 SELECT value FROM rl_value('shadow_t', 'k');
 SELECT value FROM rl_value('shadow_m', 'k');
-SELECT name, calls, granted, refused, shadow_refused, tokens
+-- they took nothing, and reserved nothing: 2 tokens, no reservation
+SELECT name, calls, granted, refused, shadow_refused, tokens, reservations,
+	deepest_reservation
 FROM rl_stats WHERE datname = current_database() AND name LIKE 'shadow%' ORDER BY name;
 -- no 429 in shadow mode: no Retry-After, r is 0
 SELECT rl_headers('shadow_t', rl_limit('shadow_t', 'k'));
+-- rl_check answers what rl_limit would: granted, with the retry_after
+SELECT ok, retry_after FROM rl_check('shadow_t', 'k');
+SELECT ok, retry_after FROM rl_check('shadow_m', 'k');
+SELECT rl_headers('shadow_t', rl_check('shadow_t', 'k'));
 -- enforcing is one rl_define: the state is kept, so the next call refuses
 SELECT rl_define('shadow_t', 'token bucket', 2, '1 hour');
 SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', storage => 'memory');
@@ -44,6 +50,19 @@ SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', shadow => true,
 	storage => 'memory');
 SELECT * FROM calls('shadow_t', 1);
 SELECT * FROM calls('shadow_m', 1);
+
+-- shadow mode with reserve: a reservation past max_reserved is granted,
+-- takes nothing and is no reservation in rl_stats (2 tokens, 1 reservation)
+SELECT rl_define('shadow_r', 'token bucket', 1, '1 hour', max_reserved => 1,
+	shadow => true);
+SELECT g, r.ok, r.retry_after, r.remaining
+FROM generate_series(1, 3) g,
+	LATERAL rl_limit('shadow_r', 'k' || repeat('', g), reserve => true) r
+ORDER BY g;
+SELECT value FROM rl_value('shadow_r', 'k');
+SELECT name, calls, granted, shadow_refused, tokens, reservations,
+	deepest_reservation
+FROM rl_stats WHERE datname = current_database() AND name = 'shadow_r';
 
 -- rl_limit_all: a limit in shadow mode refuses nothing, the others still do
 SELECT rl_define('enforced', 'token bucket', 1, '1 hour');
@@ -141,3 +160,32 @@ UPDATE rl_definitions SET shadow = true WHERE name = 'slots';
 SELECT rl_acquire('slots', 'k');
 UPDATE rl_definitions SET shadow = false WHERE name = 'slots';
 SELECT rl_acquire('slots', 'k');
+
+-- on the real clock too (a pinned clock hides a call that reads the time
+-- twice): a refused call blocks its key, on both stores
+RESET ratelimit.now_override;
+SELECT rl_define('real_t', 'token bucket', 1, '1 hour', block_for => '1 hour');
+SELECT rl_define('real_m', 'token bucket', 1, '1 hour', block_for => '1 hour',
+	storage => 'memory');
+SELECT i, ok FROM calls('real_t', 2);
+SELECT i, ok FROM calls('real_m', 2);
+SELECT ts > now() + '59 minutes' AS blocked FROM rl_value('real_t', 'k');
+SELECT ts > now() + '59 minutes' AS blocked FROM rl_value('real_m', 'k');
+
+-- a memory limit's block waits for commit; a second refusal in the same
+-- transaction neither blocks again nor lengthens it, and reports it
+SET ratelimit.now_override = '2026-03-01 00:00:00+00';
+SELECT rl_define('twice_m', 'token bucket', 1, '1 hour', block_for => '10 minutes',
+	storage => 'memory');
+SELECT rl_define('twice_t', 'token bucket', 1, '1 hour', block_for => '10 minutes');
+BEGIN;
+SELECT * FROM calls('twice_m', 2);
+SELECT * FROM calls('twice_t', 2);
+SET LOCAL ratelimit.now_override = '2026-03-01 00:05:00+00';
+SELECT * FROM calls('twice_m', 1);
+SELECT * FROM calls('twice_t', 1);
+COMMIT;
+SELECT value, ts FROM rl_value('twice_m', 'k');
+SELECT value, ts FROM rl_value('twice_t', 'k');
+SELECT name, refused, blocks FROM rl_stats
+WHERE datname = current_database() AND name LIKE 'twice%' ORDER BY name;

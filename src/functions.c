@@ -42,6 +42,7 @@
 #include "policy.h"
 #include "stats.h"
 #include "storage.h"
+#include "wait.h"
 
 PG_MODULE_MAGIC;
 
@@ -53,6 +54,7 @@ PG_MODULE_MAGIC;
 #define ARG_THROWS		4
 #define ARG_CONFIG		5
 #define ARG_JITTER		6
+#define ARG_LIMIT_WAIT	7		/* rl_limit only, from 1.3 */
 #define ARG_VALUE_CONFIG 2		/* rl_value(name, key, config) */
 
 /* rl_refund, rl_penalize (name, key, count, config); rl_block (name, key, duration, config) */
@@ -266,6 +268,25 @@ require_writable(const RlTarget *target, const char *cmdname)
 		PreventCommandIfReadOnly(cmdname);
 }
 
+/*
+ * rl_limit's wait, in microseconds: NULL (and rl_limit of 1.0 to 1.2,
+ * which has no such argument) is 0, no wait; at most 1000 years.
+ */
+static int64
+limit_wait(FunctionCallInfo fcinfo)
+{
+	double		wait;
+
+	if (PG_NARGS() <= ARG_LIMIT_WAIT || PG_ARGISNULL(ARG_LIMIT_WAIT))
+		return 0;
+	wait = rl_interval_usecs(PG_GETARG_INTERVAL_P(ARG_LIMIT_WAIT));
+	if (!(wait >= 0 && wait <= (double) RL_MAX_WAIT))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("wait must be between 0 and 1000 years")));
+	return (int64) wait;
+}
+
 /* rl_limit and rl_check: decide a call, consuming or not. */
 static Datum
 limit_or_check(FunctionCallInfo fcinfo, bool consuming)
@@ -277,6 +298,7 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	bool		reserve;
 	bool		throws;
 	bool		jitter;
+	int64		wait;
 
 	call_target(fcinfo, cache, &target);
 	require_arg(fcinfo, ARG_COUNT, "count");
@@ -285,11 +307,15 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	throws = required_bool(fcinfo, ARG_THROWS, "throws");
 	jitter = required_bool(fcinfo, ARG_JITTER, "jitter");
 
+	wait = consuming ? limit_wait(fcinfo) : 0;
+
 	rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_CONFIG));
 	if (consuming)
 		require_writable(&target, "rl_limit()");
-	if (consuming)
+	if (consuming && wait > 0)
+		rl_consume_waiting(&target, count, reserve, wait, &answer);
+	else if (consuming)
 		rl_consume(&target, count, reserve, &answer);
 	else
 	{

@@ -19,12 +19,19 @@
  * Only the calls of this extension are noted: a row the application
  * locked itself (SELECT ... FOR UPDATE) is not known here.
  *
+ * An unsharded call's row is not noted (that would cost every call a hash
+ * table): it only marks its (name, key) in a small Bloom filter of the
+ * transaction (rl_held_mark), which tells a waiting call (wait.c) whether
+ * its transaction may hold the row.  A false "may" only keeps that call
+ * from waiting; the filter is never wrong the other way.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
 #include "common/hashfn.h"
+#include "storage/proc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -221,3 +228,71 @@ rl_held_highest(text *name, text *key, int nshards)
 			highest = entry->shards[i].shard;
 	return highest;
 }
+
+/*
+ * The Bloom filter of unsharded rows: 1024 bits, two of them per (name,
+ * key), for the top transaction id it was filled in.  A transaction that
+ * locked or wrote a row has an id, so one without holds no row.  Bits are
+ * never cleared within a transaction, even when a subtransaction rolls
+ * back: a "may" too many.
+ */
+#define HELD_BLOOM_WORDS 16
+static TransactionId bloom_xid = InvalidTransactionId;
+static uint64 bloom[HELD_BLOOM_WORDS];
+
+/* The two bits of (name, key). */
+static void
+bloom_bits(text *name, text *key, uint32 *a, uint32 *b)
+{
+	uint64		h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(name),
+										VARSIZE_ANY_EXHDR(name), 0);
+
+	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
+							VARSIZE_ANY_EXHDR(key), h);
+	*a = (uint32) h % (HELD_BLOOM_WORDS * 64);
+	*b = (uint32) (h >> 32) % (HELD_BLOOM_WORDS * 64);
+}
+
+/* An unsharded call locked or wrote (name, key)'s row. */
+void
+rl_held_mark(text *name, text *key)
+{
+	TransactionId xid = GetTopTransactionIdIfAny();
+	uint32		a,
+				b;
+
+	if (!TransactionIdIsValid(xid))
+		return;					/* nothing locked after all */
+	if (xid != bloom_xid)
+	{
+		memset(bloom, 0, sizeof(bloom));
+		bloom_xid = xid;
+	}
+	bloom_bits(name, key, &a, &b);
+	bloom[a / 64] |= UINT64CONST(1) << (a % 64);
+	bloom[b / 64] |= UINT64CONST(1) << (b % 64);
+}
+
+/*
+ * Whether the transaction may hold a row of (name, key): a shard noted, or
+ * an unsharded row marked.
+ */
+bool
+rl_held_maybe(text *name, text *key)
+{
+	TransactionId xid = GetTopTransactionIdIfAny();
+	int16		shard;
+	uint32		a,
+				b;
+
+	if (!TransactionIdIsValid(xid))
+		return false;
+	if (rl_held_shards(name, key, &shard, 1) > 0)
+		return true;
+	if (xid != bloom_xid)
+		return false;
+	bloom_bits(name, key, &a, &b);
+	return (bloom[a / 64] & (UINT64CONST(1) << (a % 64))) != 0 &&
+		(bloom[b / 64] & (UINT64CONST(1) << (b % 64))) != 0;
+}
+

@@ -413,6 +413,8 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 }
 
 static void recheck_policy(RlTarget *target);
+static RlState adjust_key(RlTarget *target, RlAdjustment kind, double amount,
+						  int64 duration, bool *blocked);
 
 /* The policy one row of the limit enforces. */
 static RlPolicy
@@ -1306,11 +1308,17 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 		check_attempts(attempt);
 		status = rl_storage_consume(&row, decide_unlocked, &call);
 		if (status == RL_TRY_DONE)
+		{
+			if (answer->ok)
+				rl_held_mark(target->name, target->key);
 			return;
+		}
 		held.n = 1;
 		held.shard[0] = 0;
 		held.stored[0] = status != RL_TRY_MISSING &&
 			rl_storage_lock(&row, &held.state[0], &held.tid[0]);
+		if (held.stored[0])
+			rl_held_mark(target->name, target->key);
 		recheck_definition(target, count, reserve);
 		decide_held(target, &held, count, reserve, answer);
 		if (!answer->ok)
@@ -1321,7 +1329,10 @@ consume_one(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 			return;
 		}
 		if (rl_storage_insert(&row, &answer->state[0]))
+		{
+			rl_held_mark(target->name, target->key);
 			return;
+		}
 		/* another transaction created the row and committed: lock it */
 	}
 }
@@ -1359,21 +1370,24 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	RlState		state;
 	RlPolicy	policy;
 	RlDecision	d;
+	bool		blocked = true;
 
 	if (answer->ok || target->policy.block_for <= 0)
 		return;
-	now = rl_clock_now();
+	/* now read after the state, which rl_current brought forward to its now */
 	state = rl_current(target);
+	now = rl_clock_now();
 	if (rl_state_is_blocked(&target->policy, target->origin, state, now))
 		return;
-	state = rl_adjust(target, RL_ADJUST_BLOCK, 0, target->policy.block_for);
+	state = adjust_key(target, RL_ADJUST_BLOCK, 0, target->policy.block_for,
+					   &blocked);
 	policy = row_policy(target);
 	now = rl_clock_now();
 	check_answered(rl_decide(&policy, target->origin, &state, now, count,
 							 reserve, &d), now);
 	if (d.ok)
 		return;					/* can't happen: the block refuses count */
-	answer->blocked = true;
+	answer->blocked = blocked;
 	answer->has_retry = d.has_retry;
 	answer->retry_after = d.retry_after;
 	answer->remaining = d.remaining;
@@ -1396,7 +1410,8 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 		rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
 		return;
 	}
-	if (consumed)
+	/* a call shadow mode granted took nothing, and reserved nothing */
+	if (consumed && !answer->shadowed)
 	{
 		call->values[RL_STAT_tokens] = count;
 		if (answer->has_retry)
@@ -1534,11 +1549,15 @@ peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer,
 	decide_held(target, &held, count, reserve, answer);
 }
 
-/* What rl_consume would answer, locking and writing nothing. */
+/*
+ * What rl_consume would answer, locking and writing nothing: shadow mode
+ * included (a block is not: only a consuming call blocks).
+ */
 void
 rl_peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer)
 {
 	peek(target, count, reserve, answer, NULL);
+	apply_shadow(target, answer);
 }
 
 /*
@@ -1784,8 +1803,25 @@ consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 		int			i = order[k];
 
 		CHECK_FOR_INTERRUPTS();
-		if (first[i] != i || targets[i].policy.store == RL_STORE_MEMORY)
+		if (first[i] != i)
 			continue;
+		if (targets[i].policy.store == RL_STORE_MEMORY)
+		{
+			/*
+			 * Holding the table rows may have waited: a memory limit is
+			 * decided under its definition read after that, as a table
+			 * limit is (shadow switched off, a capacity lowered).
+			 */
+			recheck_definition(&targets[i], total[i], reserve);
+			if (targets[i].policy.store != RL_STORE_MEMORY)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
+								text_to_cstring(targets[i].label)),
+						 errdetail("It no longer keeps its state in memory."),
+						 errhint("Retry the transaction.")));
+			continue;
+		}
 		recheck_definition(&targets[i], total[i], reserve);
 		decide_hold(&targets[i], &held[i], total[i], reserve, &answers[i]);
 		apply_shadow(&targets[i], &answers[i]);
@@ -1948,7 +1984,7 @@ adjust_row(const RlPolicy *policy, int64 origin, RlAdjustment kind,
  */
 static RlState
 adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
-			  int64 duration)
+			  int64 duration, bool *blocked)
 {
 	RlMemoryKey k;
 	RlState		state;
@@ -1970,6 +2006,24 @@ adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
 	}
 	now = rl_clock_now();
 	rl_memory_read(&k, &target->policy, target->origin, now, &state);
+	if (blocked != NULL)
+	{
+		TimestampTz since;
+
+		/*
+		 * block_for: a block already pending in this transaction stands,
+		 * and is what the call reports; one another transaction commits
+		 * meanwhile is checked at commit.
+		 */
+		*blocked = !rl_memory_block_pending(&k, &since);
+		adjust_row(&target->policy, target->origin, kind, &state,
+				   *blocked ? now : since, amount, duration, &next);
+		if (*blocked)
+			rl_memory_at_commit(&k, &target->policy, target->origin,
+								RL_MEMORY_BLOCK_UNBLOCKED, 0, duration,
+								target->memory_epoch);
+		return next;
+	}
 	adjust_row(&target->policy, target->origin, kind, &state, now, amount,
 			   duration, &next);
 	rl_memory_at_commit(&k, &target->policy, target->origin,
@@ -1992,6 +2046,18 @@ adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
 RlState
 rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 {
+	return adjust_key(target, kind, amount, duration, NULL);
+}
+
+/*
+ * rl_adjust; for a block, blocked (when not NULL) asks to leave a table
+ * limit's key that is blocked once its row is held as it is: *blocked
+ * then receives false, and true when the block was written.
+ */
+static RlState
+adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
+		   bool *blocked)
+{
 	RlPolicy	policy;
 	int			nshards = target->policy.shards;
 	RlState    *states;
@@ -2001,7 +2067,7 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 	RlState		total;
 
 	if (target->policy.store == RL_STORE_MEMORY)
-		return adjust_memory(target, kind, amount, duration);
+		return adjust_memory(target, kind, amount, duration, blocked);
 	states = palloc(sizeof(RlState) * nshards);
 	next = palloc(sizeof(RlState) * nshards);
 	tids = palloc(sizeof(ItemPointerData) * nshards);
@@ -2018,6 +2084,22 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 	recheck_policy(target);
 	policy = row_policy(target);
 	now = rl_clock_now();
+
+	/*
+	 * A block another transaction wrote and committed while this one
+	 * waited for the row: not lengthened (apply_block).
+	 */
+	if (blocked != NULL)
+	{
+		*blocked = !(nshards == 1 &&
+					 rl_state_is_blocked(&policy, target->origin, states[0], now));
+		if (!*blocked)
+		{
+			total = rl_refill(&policy, target->origin, states[0], now);
+			check_state_time(&total, now);
+			return total;
+		}
+	}
 
 	if (kind == RL_ADJUST_REFUND && nshards > 1)
 	{

@@ -181,6 +181,7 @@ typedef struct MemChange
 	bool		dropped;		/* CHANGE_NAME: the definition is gone */
 	bool		every_name;		/* CHANGE_NAME: every name (TRUNCATE) */
 	bool		space_gone;		/* CHANGE_NAME: the extension dropped */
+	bool		unblocked_only; /* CHANGE_BLOCK: skipped if then blocked */
 	int64		origin;
 	TimestampTz at;				/* when taken */
 	double		amount;
@@ -1093,7 +1094,7 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 {
 	MemShared  *s = store();
 	MemChangeKind kind = what == RL_MEMORY_REFUND ? CHANGE_REFUND :
-		what == RL_MEMORY_BLOCK ? CHANGE_BLOCK : CHANGE_RESET;
+		what == RL_MEMORY_RESET ? CHANGE_RESET : CHANGE_BLOCK;
 
 	(void) next_change();
 	if (kind != CHANGE_RESET)
@@ -1112,6 +1113,25 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	}
 	add_change(kind, k, policy, origin, rl_clock_now(), amount, duration,
 			   epoch);
+	changes[nchanges - 1].unblocked_only = what == RL_MEMORY_BLOCK_UNBLOCKED;
+}
+
+/*
+ * Whether this transaction has a block of the key pending (one that a
+ * rollback to a savepoint has not dropped), and since when: block_for
+ * does not queue a second one.
+ */
+bool
+rl_memory_block_pending(const RlMemoryKey *k, TimestampTz *at)
+{
+	for (int i = 0; i < nchanges; i++)
+		if (changes[i].kind == CHANGE_BLOCK &&
+			memcmp(changes[i].key.id, k->id, RL_MEMORY_ID_BYTES) == 0)
+		{
+			*at = changes[i].at;
+			return true;
+		}
+	return false;
 }
 
 /*
@@ -1214,7 +1234,10 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 		case CHANGE_BLOCK:
 			e->holders--;
 			if (commit &&
-				rl_block_state(&c->policy, c->origin, &e->committed, now,
+				!(c->unblocked_only &&
+				  rl_state_is_blocked(&c->policy, c->origin, e->committed,
+									  now)) &&
+				rl_block_state(&c->policy, c->origin, &e->committed, c->at,
 							   c->duration, &next) == RL_DECIDED)
 			{
 				e->committed = next;

@@ -50,9 +50,12 @@ typedef enum RlMemoryLater
 {
 	RL_MEMORY_REFUND,			/* give amount back */
 	RL_MEMORY_BLOCK,			/* block for duration */
+	RL_MEMORY_BLOCK_UNBLOCKED,	/* the same, unless then blocked already
+								 * (block_for: a block is not lengthened) */
 	RL_MEMORY_RESET				/* forget the key: full again */
 } RlMemoryLater;
 
+extern bool rl_memory_block_pending(const RlMemoryKey *k, TimestampTz *at);
 extern void rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 								int64 origin, RlMemoryLater what,
 								double amount, int64 duration, uint64 epoch);

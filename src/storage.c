@@ -405,6 +405,17 @@ ensure_spi(void)
 	prepare_plans(storage_nspid);
 }
 
+/*
+ * Connect to SPI now, if the SQL path may need it: a caller about to run
+ * storage calls inside a subtransaction of its own (wait.c) must not have
+ * the connection opened, and so closed, inside it.
+ */
+void
+rl_storage_connect(void)
+{
+	ensure_spi();
+}
+
 /* End what rl_storage_begin started. */
 void
 rl_storage_end(void)

@@ -85,6 +85,7 @@ typedef enum RlLeaseStatus
 
 extern void rl_storage_begin(Oid nspid);
 extern void rl_storage_begin_writing(Oid nspid, const char *cmdname);
+extern void rl_storage_connect(void);
 extern void rl_storage_end(void);
 
 extern Oid	rl_storage_definitions_relid(void);

@@ -1,0 +1,128 @@
+-- rl_limit(..., wait => interval): a refused call that would be granted
+-- within the wait sleeps, holding no row lock, then takes its tokens.  On
+-- the real clock (a pinned one does not move while a call sleeps), so the
+-- checks are coarse: "slept" is at least 50 ms, "at once" under 50 ms.
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+SET intervalstyle = 'postgres';
+
+-- one token, back every 100 ms
+SELECT rl_define('w_t', 'token bucket', 10, '1 second', capacity => 1);
+SELECT rl_define('w_m', 'token bucket', 10, '1 second', capacity => 1,
+	storage => 'memory');
+
+CREATE FUNCTION timed(lim text, k text, w interval)
+RETURNS TABLE (ok boolean, waited text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	ok := (rl_limit(lim, k, wait => w)).ok;
+	waited := CASE WHEN clock_timestamp() - t0 >= '50 ms' THEN 'slept'
+		ELSE 'at once' END;
+	RETURN NEXT;
+END $$;
+
+-- the key is empty: the call sleeps about 100 ms and is granted
+SELECT ok FROM rl_limit('w_t', 'a');
+SELECT * FROM timed('w_t', 'a', '5 seconds');
+SELECT ok FROM rl_limit('w_m', 'a');
+SELECT * FROM timed('w_m', 'a', '5 seconds');
+-- a wait shorter than retry_after returns the refusal at once (one token
+-- a second: the next is about a second away)
+SELECT rl_define('w_slow', 'token bucket', 1, '1 second', capacity => 1);
+SELECT rl_define('w_slow_m', 'token bucket', 1, '1 second', capacity => 1,
+	storage => 'memory');
+SELECT ok FROM rl_limit('w_slow', 'a');
+SELECT ok FROM rl_limit('w_slow_m', 'a');
+SELECT * FROM timed('w_slow', 'a', '10 ms');
+SELECT * FROM timed('w_slow_m', 'a', '10 ms');
+-- no wait (0, NULL, or an rl_limit without the argument): at once
+SELECT * FROM timed('w_slow', 'a', '0');
+SELECT * FROM timed('w_slow', 'a', NULL);
+-- a full key: granted at once
+SELECT * FROM timed('w_t', 'full', '5 seconds');
+
+-- A transaction that already took from the key holds its row: it does not
+-- sleep on it (every other caller of the key would wait for it too)
+BEGIN;
+SELECT ok FROM rl_limit('w_t', 'held');
+SELECT * FROM timed('w_t', 'held', '5 seconds');
+-- another key of the same transaction still waits
+SELECT ok FROM rl_limit('w_t', 'free');
+COMMIT;
+SELECT * FROM timed('w_t', 'free', '5 seconds');
+-- a memory limit holds no row: its transaction waits again (its own takes
+-- count until it commits, so a bucket of 2 empty at the start lets it take
+-- two, each after a sleep)
+SELECT rl_define('w_m2', 'token bucket', 10, '1 second', capacity => 2,
+	storage => 'memory');
+SELECT ok FROM rl_limit('w_m2', 'held', 2);
+BEGIN;
+SELECT * FROM timed('w_m2', 'held', '5 seconds');
+SELECT * FROM timed('w_m2', 'held', '5 seconds');
+COMMIT;
+
+-- No row lock while sleeping: another session's rl_refund, which locks
+-- the row, is not kept waiting (lock_timeout 50 ms) while the call sleeps
+-- for a token 1 second away
+CREATE EXTENSION dblink;
+SELECT ok FROM rl_limit('w_slow', 'k');
+SELECT dblink_connect('waiter', 'dbname=' || current_database());
+SELECT dblink_send_query('waiter',
+	$$SELECT ok FROM rl_limit('w_slow', 'k', wait => '5 seconds')$$);
+SELECT pg_sleep(0.3);
+SET lock_timeout = '50ms';
+BEGIN;
+SELECT value >= 0 AS refunded FROM rl_refund('w_slow', 'k', 0.1);
+ROLLBACK;
+RESET lock_timeout;
+SELECT * FROM dblink_get_result('waiter') AS r(ok boolean);
+SELECT dblink_disconnect('waiter');
+
+-- lock_timeout bounds the wait: a retry_after past it returns at once
+SELECT ok FROM rl_limit('w_t', 'lt');
+SET lock_timeout = '20ms';
+SELECT * FROM timed('w_t', 'lt', '5 seconds');
+RESET lock_timeout;
+-- statement_timeout cancels a wait, as any statement
+SELECT ok FROM rl_limit('w_slow', 'st');
+SET statement_timeout = '100ms';
+SELECT ok FROM rl_limit('w_slow', 'st', wait => '5 seconds');
+RESET statement_timeout;
+
+-- block_for: a call granted within its wait was never refused, so it
+-- blocks nothing; one whose wait runs out is refused, and blocks its key
+SELECT rl_define('w_block', 'token bucket', 10, '1 second', capacity => 1,
+	block_for => '1 hour');
+SELECT ok FROM rl_limit('w_block', 'k');
+SELECT * FROM timed('w_block', 'k', '5 seconds');
+SELECT ts <= now() + '1 minute' AS not_blocked FROM rl_value('w_block', 'k');
+SELECT * FROM timed('w_block', 'k', '10 ms');
+SELECT ts > now() + '59 minutes' AS blocked FROM rl_value('w_block', 'k');
+-- a blocked key is not waited for past the wait
+SELECT * FROM timed('w_block', 'k', '1 second');
+-- a blocked key is waited for like any refusal, when the block ends in time
+SELECT rl_define('w_blocked', 'token bucket', 10, '1 second', capacity => 1);
+SELECT value FROM rl_block('w_blocked', 'k', '200 ms');
+SELECT * FROM timed('w_blocked', 'k', '5 seconds');
+-- shadow mode refuses nothing, so it never waits
+SELECT rl_define('w_shadow', 'token bucket', 10, '1 second', capacity => 1,
+	shadow => true);
+SELECT ok FROM rl_limit('w_shadow', 'k');
+SELECT * FROM timed('w_shadow', 'k', '5 seconds');
+
+-- a pinned clock never moves: the call tries until its wait is over
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SELECT ok FROM rl_limit('w_t', 'pinned');
+SELECT * FROM timed('w_t', 'pinned', '300 ms');
+RESET ratelimit.now_override;
+
+-- bad input changes nothing
+SELECT ok FROM rl_limit('w_t', 'bad', wait => '-1 second');
+SELECT ok FROM rl_limit('w_t', 'bad', wait => '1001 years');
+SELECT count(*) FROM rate_limits WHERE key = 'bad';
+
+-- statistics count the call's own answer, not the tries it slept between
+SELECT name, calls, granted, refused, blocks FROM rl_stats
+WHERE datname = current_database() AND name LIKE 'w\_%' ORDER BY name;

@@ -1,0 +1,195 @@
+/*-------------------------------------------------------------------------
+ *
+ * wait.c
+ *	  rl_limit(..., wait => interval): a refused call that would be granted
+ *	  within the wait sleeps, holding no row lock, and takes its tokens
+ *	  then.
+ *
+ * A refusal's retry_after is exact: the call would be granted at that
+ * time if nothing else took the tokens meanwhile.  So a waiting call
+ * sleeps exactly that long and tries again, until it is granted, or the
+ * next retry_after falls past the end of its wait (then it returns that
+ * refusal, at once, without sleeping through a wait that cannot succeed).
+ *
+ * No row lock is held while sleeping.  The limit is first asked without a
+ * lock (rl_peek): while it refuses, the call sleeps.  When it says yes,
+ * the call consumes; a memory limit holds nothing after a refusal, and a
+ * table limit's call consumes inside a subtransaction of its own: if
+ * another transaction took the tokens first, the refusal came from the
+ * locked row, and rolling the subtransaction back releases that lock
+ * before the next sleep.  A transaction that already holds the key's row
+ * (it took from the key before) does not wait at all: it would sleep
+ * holding the lock every other caller of the key needs.
+ *
+ * A call that is granted within its wait was never refused, so block_for
+ * blocks only a call whose wait ran out (or a refusal that blocked its key
+ * in a race ends the wait, with the block in place).  Shadow mode grants
+ * at once.  The wait is real time (ratelimit.now_override does not move
+ * while sleeping), never longer than lock_timeout when that is set, and a
+ * cancel or statement_timeout interrupts it as any statement.  Waiters of
+ * one key are not queued: each wakes at its retry_after, and the first to
+ * take the tokens has them (docs/policies.md measures how fair that is).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "held.h"
+#include "limit.h"
+#include "storage.h"
+#include "wait.h"
+
+/*
+ * Sleep until real time until (at most), answering cancels and
+ * statement_timeout.
+ */
+static void
+sleep_until(TimestampTz until)
+{
+	for (;;)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		long		ms;
+
+		if (now >= until)
+			return;
+		ms = (long) ((until - now + 999) / 1000);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Whether a refusal is worth waiting for: not a block, and granted (if
+ * nothing else takes the tokens) at or before deadline.  Sets *until to
+ * that time.
+ */
+static bool
+worth_waiting(const RlAnswer *answer, TimestampTz deadline, TimestampTz *until)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (answer->ok || answer->blocked || !answer->has_retry ||
+		answer->retry_after > deadline - now)
+		return false;
+	*until = now + answer->retry_after;
+	return true;
+}
+
+/*
+ * Consume inside a subtransaction: kept when granted or when the call is
+ * over (final: a refusal it will return, with whatever it locked or
+ * blocked), rolled back, releasing the row lock a refusal may hold, when
+ * the call will sleep and try again.  An error rolls it back and goes on
+ * up.
+ */
+static void
+consume_in_subtransaction(RlTarget *target, double count, bool reserve,
+						  TimestampTz deadline, RlAnswer *answer,
+						  TimestampTz *until, bool *again)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	rl_storage_connect();
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller);
+	PG_TRY();
+	{
+		rl_consume(target, count, reserve, answer);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	*again = worth_waiting(answer, deadline, until);
+	if (*again)
+		RollbackAndReleaseCurrentSubTransaction();
+	else
+		ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(caller);
+	CurrentResourceOwner = owner;
+}
+
+/*
+ * Consume count tokens, waiting up to wait microseconds (> 0) of real
+ * time for them; the answer is the last try's.  Each try that is not
+ * worth its sleep asks without consuming (rl_peek: no lock, not counted
+ * in rl_stats), so only the call's own answer is counted, and a refusal
+ * that blocks its key (block_for) happens only once the wait is over.
+ */
+void
+rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
+				   RlAnswer *answer)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz deadline = start + wait;
+	TimestampTz until;
+	bool		memory = target->policy.store == RL_STORE_MEMORY;
+
+	if (LockTimeout > 0)
+		deadline = Min(deadline, start + (int64) LockTimeout * 1000);
+
+	/*
+	 * Shadow mode grants at once.  A transaction holding the key's row
+	 * (table store) must not sleep on it: every other caller of the key
+	 * would wait for it too.
+	 */
+	if (target->policy.shadow ||
+		(!memory && rl_held_maybe(target->name, target->key)))
+	{
+		rl_consume(target, count, reserve, answer);
+		return;
+	}
+	for (;;)
+	{
+		bool		again;
+
+		rl_target_check_count(target, count, reserve);
+		rl_peek(target, count, reserve, answer);
+		if (!answer->ok)
+		{
+			answer->blocked = false;
+			if (worth_waiting(answer, deadline, &until))
+			{
+				sleep_until(until);
+				continue;
+			}
+			/* no use waiting: the call's own answer (counted, blocking) */
+			rl_consume(target, count, reserve, answer);
+			return;
+		}
+		if (memory)
+		{
+			/* a refusal took nothing and holds nothing */
+			rl_consume(target, count, reserve, answer);
+			again = worth_waiting(answer, deadline, &until);
+		}
+		else
+			consume_in_subtransaction(target, count, reserve, deadline,
+									  answer, &until, &again);
+		if (!again)
+			return;
+		sleep_until(until);
+	}
+}
