@@ -44,7 +44,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
 	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window \
-	policies calendar wait \
+	policies calendar wait overrides \
 	row_hints
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
@@ -58,7 +58,7 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	shards_both_busy shards_create_order shards_multixact lock_strength \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
 	memory_last_token memory_gc_undefined memory_drop_extension row_hints \
-	policies_mixed_recheck policies_block_race
+	policies_mixed_recheck policies_block_race overrides
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.

@@ -393,3 +393,78 @@ COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
 
+-- Per-key overrides (1.3): a key of a defined rate limit may carry its own
+-- rate, period, capacity and max_reserved; every other column (kind,
+-- shards, start, storage, shadow, block_for) is the definition's.  Its
+-- state is stored as an inline policy's is (the name, U+001F and the whole
+-- policy), so a row or memory entry is always judged under the policy it
+-- was written with.  The same triggers as rl_definitions keep every
+-- backend's cached overrides fresh.
+CREATE TABLE @extschema@.rl_overrides (
+	name text COLLATE "C" NOT NULL,
+	key text COLLATE "C" NOT NULL
+		CHECK (octet_length(key) OPERATOR(pg_catalog.>=) 1
+			AND octet_length(key) OPERATOR(pg_catalog.<=) 1024),
+	rate float8 NOT NULL,
+	period interval,
+	capacity float8 NOT NULL,
+	max_reserved float8,
+	PRIMARY KEY (name, key)
+);
+COMMENT ON TABLE @extschema@.rl_overrides IS
+	'per-key overrides of named rate limits: the policy of one key of a defined limit; write them with rl_override() and rl_unoverride()';
+COMMENT ON COLUMN @extschema@.rl_overrides.key IS
+	'the key, as rl_limit takes it (text; a number as its text)';
+COMMENT ON COLUMN @extschema@.rl_overrides.period IS
+	'NULL: the definition''s period, whatever it becomes';
+REVOKE ALL ON TABLE @extschema@.rl_overrides FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_overrides', '');
+CREATE TRIGGER rl_overrides_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rl_overrides
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_overrides_changed ON @extschema@.rl_overrides IS
+	'keeps the per-backend override caches fresh';
+ALTER TABLE @extschema@.rl_overrides ENABLE ALWAYS TRIGGER rl_overrides_changed;
+CREATE TRIGGER rl_overrides_row_changed
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.rl_overrides
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_overrides_row_changed ON @extschema@.rl_overrides IS
+	'keeps the per-backend override caches fresh, also for changes a logical-replication worker applies';
+ALTER TABLE @extschema@.rl_overrides ENABLE ALWAYS TRIGGER rl_overrides_row_changed;
+
+CREATE FUNCTION @extschema@.rl_override(
+	name text,
+	key text,
+	rate float8,
+	period interval DEFAULT NULL,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_override'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_override(text, text, float8, interval, float8, float8) IS
+	'create or replace the override of one key of a named rate limit: its rate per period (default: the definition''s period), capacity (default: the rate) and max_reserved';
+REVOKE ALL ON FUNCTION @extschema@.rl_override(text, text, float8, interval, float8, float8) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_unoverride(name text, key text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_unoverride'
+LANGUAGE C VOLATILE STRICT SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_unoverride(text, text) IS
+	'drop the override of one key: it follows the definition again; false when it had none';
+REVOKE ALL ON FUNCTION @extschema@.rl_unoverride(text, text) FROM PUBLIC;
+
+-- rl_headers' key argument (1.3): the fields of a key with an override.
+DROP FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy);
+CREATE FUNCTION @extschema@.rl_headers(
+	name text,
+	result @extschema@.rl_result,
+	config @extschema@.rl_policy DEFAULT NULL,
+	key text DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'rl_headers'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy, text) IS
+	'the HTTP fields RateLimit-Policy, RateLimit and (when denied) Retry-After for an answer of rl_limit or rl_check on name (and key, for a key with an override), as a jsonb object';
+REVOKE ALL ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy, text) TO PUBLIC;

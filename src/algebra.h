@@ -114,6 +114,7 @@ typedef struct RlPolicy
 	/* options of a defined limit (rl_define), never of an inline config */
 	bool		shadow;			/* grant what it would refuse, and count it */
 	int64_t		block_for;		/* block a refused key this long; 0: never */
+	bool		overrides;		/* some keys have a policy of their own */
 } RlPolicy;
 
 /* The two numbers stored per (name, key, shard). */

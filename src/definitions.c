@@ -64,8 +64,25 @@ typedef struct RlDefinitionEntry
 	RlPolicy	policy;
 } RlDefinitionEntry;
 
+/*
+ * Overrides (rl_overrides) are cached the same way, per (name, key) asked
+ * for, found or not, and only for names whose definition says they have
+ * some: a change to either table forgets both caches.
+ */
+#define OVERRIDES_CACHE_MAX 1000
+#define OVERRIDE_KEY_BYTES (RL_MAX_NAME_BYTES + 1 + RL_MAX_KEY_BYTES + 1)
+
+typedef struct RlOverrideEntry
+{
+	char		key[OVERRIDE_KEY_BYTES];	/* hash key: name, U+001F, key */
+	bool		found;
+	RlPolicy	policy;			/* the definition's, with the override in */
+} RlOverrideEntry;
+
 static HTAB *cache = NULL;
+static HTAB *override_cache = NULL;
 static Oid	cache_relid = InvalidOid;	/* rl_definitions, once known */
+static Oid	cache_overrides_relid = InvalidOid; /* rl_overrides, once known */
 static uint64 generation = 0;	/* counts invalidations */
 static bool callback_registered = false;
 
@@ -78,6 +95,11 @@ forget_definitions(void)
 		hash_destroy(cache);
 		cache = NULL;
 	}
+	if (override_cache != NULL)
+	{
+		hash_destroy(override_cache);
+		override_cache = NULL;
+	}
 	generation++;
 }
 
@@ -89,10 +111,12 @@ forget_definitions(void)
 static void
 invalidate(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == cache_relid)
+	if (relid == InvalidOid || relid == cache_relid ||
+		relid == cache_overrides_relid)
 	{
 		forget_definitions();
 		cache_relid = InvalidOid;
+		cache_overrides_relid = InvalidOid;
 	}
 }
 
@@ -109,7 +133,7 @@ invalidate(Datum arg, Oid relid)
  * table a new file, an invalidation of its own.)
  */
 static bool
-changes_reach_us(Oid relid)
+changes_reach_us(Oid relid, const char *trigger)
 {
 	Relation	rel = relation_open(relid, AccessShareLock);
 	TriggerDesc *triggers = rel->trigdesc;
@@ -119,7 +143,7 @@ changes_reach_us(Oid relid)
 	{
 		Trigger    *t = &triggers->triggers[i];
 
-		if (strcmp(t->tgname, "rl_definitions_row_changed") == 0 &&
+		if (strcmp(t->tgname, trigger) == 0 &&
 			t->tgenabled == TRIGGER_FIRES_ALWAYS &&
 			TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_AFTER(t->tgtype) &&
 			TRIGGER_FOR_INSERT(t->tgtype) && TRIGGER_FOR_UPDATE(t->tgtype) &&
@@ -198,7 +222,10 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	 * none arrived.
 	 */
 	if (!OidIsValid(cache_relid))
+	{
 		cache_relid = rl_storage_definitions_relid();
+		cache_overrides_relid = rl_storage_overrides_relid();
+	}
 	relid = cache_relid;		/* an invalidation during the read resets it */
 	seen = generation;
 	defined = rl_storage_get_definition(name, policy);
@@ -208,7 +235,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 		last_tracked = false;
 		return defined;
 	}
-	last_tracked = changes_reach_us(relid);
+	last_tracked = changes_reach_us(relid, "rl_definitions_row_changed");
 	if (!last_tracked)
 	{
 		rl_memory_untracked_definitions();
@@ -319,3 +346,74 @@ rl_definitions_changed(PG_FUNCTION_ARGS)
 							   trigdata->tg_newtuple : trigdata->tg_trigtuple);
 	return PointerGetDatum(NULL);
 }
+
+/*
+ * The policy of one key of a defined name that has overrides (the policy
+ * rl_definition_lookup returned, in policy): its override's rate, period,
+ * capacity and max_reserved replace the definition's.  False, policy
+ * unchanged, when the key has none.  Cached as definitions are, while the
+ * changes to both tables reach every backend.  Needs rl_storage_begin.
+ */
+bool
+rl_override_lookup(text *name, text *key, RlPolicy *policy)
+{
+	char		hkey[OVERRIDE_KEY_BYTES];
+	int			nlen = VARSIZE_ANY_EXHDR(name);
+	int			klen = VARSIZE_ANY_EXHDR(key);
+	RlOverrideEntry *entry;
+	HASHCTL		ctl;
+	bool		found;
+	bool		overridden;
+	RlPolicy	result = *policy;
+	uint64		seen;
+	Oid			relid;
+
+	Assert(nlen <= RL_MAX_NAME_BYTES && klen <= RL_MAX_KEY_BYTES);
+	memset(hkey, 0, sizeof(hkey));
+	memcpy(hkey, VARDATA_ANY(name), nlen);
+	hkey[nlen] = '\x1f';
+	memcpy(hkey + nlen + 1, VARDATA_ANY(key), klen);
+
+	AcceptInvalidationMessages();
+	if (override_cache != NULL)
+	{
+		entry = hash_search(override_cache, hkey, HASH_FIND, &found);
+		if (found)
+		{
+			if (entry->found)
+				*policy = entry->policy;
+			return entry->found;
+		}
+	}
+
+	if (!OidIsValid(cache_relid))
+	{
+		cache_relid = rl_storage_definitions_relid();
+		cache_overrides_relid = rl_storage_overrides_relid();
+	}
+	relid = cache_overrides_relid;
+	seen = generation;
+	overridden = rl_storage_get_override(name, key, &result);
+	if (overridden)
+		*policy = result;
+	if (generation != seen || !OidIsValid(relid) ||
+		!changes_reach_us(relid, "rl_overrides_row_changed") ||
+		!last_tracked)
+		return overridden;
+	if (override_cache == NULL ||
+		hash_get_num_entries(override_cache) >= OVERRIDES_CACHE_MAX)
+	{
+		if (override_cache != NULL)
+			hash_destroy(override_cache);
+		ctl.keysize = OVERRIDE_KEY_BYTES;
+		ctl.entrysize = sizeof(RlOverrideEntry);
+		ctl.hcxt = CacheMemoryContext;
+		override_cache = hash_create("ratelimit overrides", 64, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(override_cache, hkey, HASH_ENTER, &found);
+	entry->found = overridden;
+	entry->policy = *policy;
+	return overridden;
+}
+

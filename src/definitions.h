@@ -14,5 +14,6 @@
 
 extern bool rl_definition_lookup(text *name, RlPolicy *policy);
 extern bool rl_definition_tracked(void);
+extern bool rl_override_lookup(text *name, text *key, RlPolicy *policy);
 
 #endif							/* RATELIMIT_DEFINITIONS_H */

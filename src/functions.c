@@ -79,6 +79,8 @@ typedef struct RlCallCache
 
 PG_FUNCTION_INFO_V1(rl_define);
 PG_FUNCTION_INFO_V1(rl_undefine);
+PG_FUNCTION_INFO_V1(rl_override);
+PG_FUNCTION_INFO_V1(rl_unoverride);
 PG_FUNCTION_INFO_V1(rl_token_bucket);
 PG_FUNCTION_INFO_V1(rl_fixed_window);
 PG_FUNCTION_INFO_V1(rl_limit);
@@ -709,6 +711,105 @@ positive_int_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 				 errmsg("%s must be positive", argname),
 				 errdetail("%s is %d.", argname, n)));
 	return n;
+}
+
+/*
+ * The defined rate limit of an override's name (rl_override,
+ * rl_unoverride): an error for an undefined name or a concurrency limit.
+ */
+static RlPolicy
+overridable(text *name)
+{
+	RlPolicy	policy;
+
+	if (!rl_definition_lookup(name, &policy))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("rate limit \"%s\" does not exist",
+						text_to_cstring(name)),
+				 errhint("Define it with rl_define() first: an override changes one key of a defined limit.")));
+	if (RL_KIND_IS_CONCURRENCY(policy.kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("rate limit \"%s\" is a concurrency limit",
+						text_to_cstring(name)),
+				 errdetail("Only a rate limit's keys can have overrides.")));
+	return policy;
+}
+
+/*
+ * rl_override(name, key, rate, period, capacity, max_reserved): create or
+ * replace the override of one key of a defined rate limit.  period NULL
+ * follows the definition's (a calendar limit's must); capacity NULL is the
+ * rate, as in rl_define.  Checked as the whole policy the key then has.
+ */
+Datum
+rl_override(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	RlTarget	target;
+	RlPolicy	policy;
+	Datum		values[6];
+	bool		nulls[6] = {false};
+	const char *problem;
+
+	require_arg(fcinfo, 1, "key");
+	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
+	require_arg(fcinfo, 2, "rate");
+
+	rl_storage_begin_writing(cache->nspid, "rl_override()");
+	policy = overridable(name);
+	policy.rate = PG_GETARG_FLOAT8(2);
+	if (!PG_ARGISNULL(3))
+	{
+		double		period = rl_interval_usecs(PG_GETARG_INTERVAL_P(3));
+
+		if (policy.calendar.unit != RL_CALENDAR_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("an override of a calendar limit cannot have a period"),
+					 errdetail("Its windows are the definition's; pass period => NULL.")));
+		policy.period = (period > 0 && period <= (double) RL_MAX_PERIOD) ?
+			(int64) period : 0;
+	}
+	policy.capacity = PG_ARGISNULL(4) ? policy.rate : PG_GETARG_FLOAT8(4);
+	policy.has_max_reserved = !PG_ARGISNULL(5);
+	policy.max_reserved = policy.has_max_reserved ? PG_GETARG_FLOAT8(5) : 0;
+	problem = rl_policy_problem(&policy);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem)));
+
+	values[0] = PointerGetDatum(name);
+	values[1] = PointerGetDatum(target.key);
+	values[2] = Float8GetDatum(policy.rate);
+	nulls[3] = PG_ARGISNULL(3);
+	values[3] = nulls[3] ? (Datum) 0 : PG_GETARG_DATUM(3);
+	values[4] = Float8GetDatum(policy.capacity);
+	nulls[5] = !policy.has_max_reserved;
+	values[5] = Float8GetDatum(policy.max_reserved);
+	rl_storage_put_override(values, nulls);
+	rl_storage_end();
+	PG_RETURN_VOID();
+}
+
+/* rl_unoverride(name, key): drop an override; whether there was one. */
+Datum
+rl_unoverride(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	RlTarget	target;
+	bool		found;
+
+	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
+	rl_storage_begin_writing(cache->nspid, "rl_unoverride()");
+	(void) overridable(name);
+	found = rl_storage_delete_override(name, target.key);
+	rl_storage_end();
+	PG_RETURN_BOOL(found);
 }
 
 /* rl_gc(max_rows): delete up to max_rows idle state rows. */

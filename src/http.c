@@ -36,6 +36,7 @@ PG_FUNCTION_INFO_V1(rl_headers);
 #define ARG_NAME	0
 #define ARG_RESULT	1
 #define ARG_CONFIG	2
+#define ARG_HEADERS_KEY 3		/* from 1.3 */
 
 /*
  * A name as a structured-field String (RFC 9651 3.3.3): printable ASCII,
@@ -106,9 +107,9 @@ append_field(StringInfo json, const char *field, const char *value)
 }
 
 /*
- * rl_headers(name, result, config): the HTTP fields for an answer of
- * rl_limit or rl_check on name, whose policy is its definition or, for a
- * name with none, config.
+ * rl_headers(name, result, config, key): the HTTP fields for an answer of
+ * rl_limit or rl_check on name, whose policy is its definition (or the
+ * override of key, when given) or, for a name with none, config.
  */
 Datum
 rl_headers(PG_FUNCTION_ARGS)
@@ -131,7 +132,10 @@ rl_headers(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("result must not be null")));
-	rl_target_init(&target, PG_GETARG_TEXT_PP(ARG_NAME), NULL);
+	/* the key (1.3 on): an overridden key's policy is its own */
+	rl_target_init(&target, PG_GETARG_TEXT_PP(ARG_NAME),
+				   PG_NARGS() > ARG_HEADERS_KEY && !PG_ARGISNULL(ARG_HEADERS_KEY) ?
+				   PG_GETARG_TEXT_PP(ARG_HEADERS_KEY) : NULL);
 	result = PG_GETARG_HEAPTUPLEHEADER(ARG_RESULT);
 	has_retry = result_column(result, "retry_after", &retry);
 

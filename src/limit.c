@@ -250,9 +250,41 @@ rl_inline_row(text *stored, RlPolicy *policy)
 }
 
 /*
+ * A key of a defined limit with an override (rl_overrides): the override's
+ * rate, period, capacity and max_reserved in its policy, and its state
+ * stored apart, under the name and the whole policy as an inline config's
+ * (inline_row_name), so that rl_gc and the memory store judge every row and
+ * entry under the policy it was written with, whatever the definition or
+ * the override later become.  Sets the stored name either way.
+ */
+static void
+apply_override(RlTarget *target)
+{
+	RlPolicy	p = target->policy;
+	const char *problem;
+
+	target->name = target->label;
+	if (!target->defined || !p.overrides || target->key_is_null ||
+		RL_KIND_IS_CONCURRENCY(p.kind) ||
+		!rl_override_lookup(target->label, target->key, &p))
+		return;
+	problem = rl_policy_problem(&p);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid override of rate limit \"%s\" for key \"%s\"",
+						text_to_cstring(target->label),
+						text_to_cstring(target->key)),
+				 errdetail("%s", problem)));
+	target->policy = p;
+	target->name = inline_row_name(target->label, &p);
+}
+
+/*
  * Find the policy: the stored definition, or the inline config (NULL for
  * none) for a name that has none; an inline config's state is its own
- * (inline_row_name).  Needs rl_storage_begin.
+ * (inline_row_name), and so is an overridden key's (apply_override).
+ * Needs rl_storage_begin.
  */
 void
 rl_target_resolve(RlTarget *target, HeapTupleHeader config)
@@ -284,6 +316,8 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 	rl_target_require_rate(target);
 	if (config != NULL)
 		target->name = inline_row_name(target->label, &target->policy);
+	else
+		apply_override(target);
 	set_origin(target);
 }
 
@@ -371,8 +405,23 @@ recheck_policy(RlTarget *target)
 				 errdetail("Its shard count changed from %d to %d.",
 						   target->policy.shards, current.shards),
 				 errhint("Retry the transaction.")));
-	target->policy = current;
-	rl_target_require_rate(target);
+	{
+		text	   *stored = target->name;
+
+		target->policy = current;
+		rl_target_require_rate(target);
+		apply_override(target);
+		if (VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(target->name) ||
+			memcmp(VARDATA_ANY(stored), VARDATA_ANY(target->name),
+				   VARSIZE_ANY_EXHDR(stored)) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
+							text_to_cstring(target->label)),
+					 errdetail("The policy of key \"%s\" changed between the definition and an override.",
+							   text_to_cstring(target->key)),
+					 errhint("Retry the transaction.")));
+	}
 	set_origin(target);
 }
 

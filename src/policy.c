@@ -226,6 +226,7 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 
 	policy->shadow = false;
 	policy->block_for = 0;
+	policy->overrides = false;
 	require_column(nulls, RL_POLICY_KIND);
 	kind = TextDatumGetCString(values[RL_POLICY_KIND]);
 	if (!rl_kind_parse(kind, &policy->kind))

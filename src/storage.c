@@ -93,6 +93,11 @@ typedef enum RlPlanId
 	PLAN_LEASE_RELEASE,
 	PLAN_LEASE_DELETE_NAME,
 	PLAN_LEASE_GC,
+	/* overrides: rl_overrides exists from version 1.3 on */
+	PLAN_GET_OVERRIDE,
+	PLAN_PUT_OVERRIDE,
+	PLAN_DELETE_OVERRIDE,
+	PLAN_DELETE_NAME_OVERRIDES,
 	PLAN_COUNT
 } RlPlanId;
 
@@ -105,6 +110,9 @@ typedef struct RlPlanSpec
 
 #define EQ " OPERATOR(pg_catalog.=) "
 #define GT " OPERATOR(pg_catalog.>) "
+/* whether a name has overrides: its own column, so old schemas replace it */
+#define OVERRIDDEN \
+	"EXISTS (SELECT FROM ONLY %s.rl_overrides o WHERE o.name" EQ "$1)"
 #define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
 /* a read of one state row that locks it: strength is the FOR clause */
 #define LOCKING_READ(strength) \
@@ -117,8 +125,8 @@ typedef struct RlPlanSpec
 static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
 		"SELECT kind, rate, period, capacity, max_reserved, shards, start,"
-		" storage, time_zone, shadow, block_for FROM ONLY %s.rl_definitions"
-		" WHERE name" EQ "$1",
+		" storage, time_zone, shadow, block_for, " OVERRIDDEN
+		" FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
 	[PLAN_PUT_DEFINITION] = {
@@ -230,6 +238,28 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
 		2, {TIMESTAMPTZOID, INT8OID}
 	},
+	[PLAN_GET_OVERRIDE] = {
+		"SELECT rate, period, capacity, max_reserved FROM ONLY %s.rl_overrides"
+		" WHERE name" EQ "$1 AND key" EQ "$2",
+		2, {TEXTOID, TEXTOID}
+	},
+	[PLAN_PUT_OVERRIDE] = {
+		"INSERT INTO %s.rl_overrides AS o"
+		" (name, key, rate, period, capacity, max_reserved)"
+		" VALUES ($1, $2, $3, $4, $5, $6)"
+		" ON CONFLICT (name, key) DO UPDATE SET rate = excluded.rate,"
+		" period = excluded.period, capacity = excluded.capacity,"
+		" max_reserved = excluded.max_reserved",
+		6, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID}
+	},
+	[PLAN_DELETE_OVERRIDE] = {
+		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1 AND key" EQ "$2",
+		2, {TEXTOID, TEXTOID}
+	},
+	[PLAN_DELETE_NAME_OVERRIDES] = {
+		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
 };
 
 /* A scan of every state row that has a definition, a batch at a time. */
@@ -299,9 +329,13 @@ prepare_plan(int i, const char *quoted, bool storage)
 	appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted);
 	if (!storage)
 	{
-		replace_once(&sql, " storage, time_zone, shadow, block_for FROM ONLY",
+		char	   *overridden = psprintf(OVERRIDDEN, quoted);
+
+		replace_once(&sql, overridden, "false");
+		pfree(overridden);
+		replace_once(&sql, " storage, time_zone, shadow, block_for, false",
 					 " NULL::pg_catalog.text, NULL::pg_catalog.text,"
-					 " NULL::pg_catalog.bool, NULL::pg_catalog.interval FROM ONLY");
+					 " NULL::pg_catalog.bool, NULL::pg_catalog.interval, false");
 		replace_once(&sql, "d.start, d.storage, d.time_zone",
 					 "d.start, NULL::pg_catalog.text, NULL::pg_catalog.text");
 		replace_once(&sql, " start, storage, time_zone, shadow, block_for)",
@@ -579,6 +613,7 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 	Datum		args[1] = {PointerGetDatum(name)};
 	Datum		values[RL_DEFINITION_NATTS];
 	bool		nulls[RL_DEFINITION_NATTS];
+	Datum		overridden;
 	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
 
 	run_plan_snapshot(PLAN_GET_DEFINITION, args, NULL, false, latest,
@@ -590,6 +625,8 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 		nulls[i] = !result_column(0, i + 1, &values[i]);
 	rl_policy_from_values(values, nulls, policy);
 	rl_definition_options_from_values(values, nulls, policy);
+	policy->overrides = result_column(0, RL_DEFINITION_NATTS + 1, &overridden) &&
+		DatumGetBool(overridden);
 	return true;
 }
 
@@ -616,7 +653,11 @@ rl_storage_put_definition(text *name, Datum *values, bool *nulls)
 	return SPI_processed == 1;
 }
 
-/* Delete a definition and all its state; false when there was none. */
+/*
+ * Delete a definition, its overrides and its state (but for the rows of
+ * its overridden keys, which rl_gc deletes once idle, as an inline
+ * policy's); false when there was none.
+ */
 bool
 rl_storage_delete_definition(text *name)
 {
@@ -626,7 +667,80 @@ rl_storage_delete_definition(text *name)
 	if (SPI_processed == 0)
 		return false;
 	run_plan(PLAN_DELETE_NAME, args, NULL, false, SPI_OK_DELETE);
+	if (plans_storage)
+		run_plan(PLAN_DELETE_NAME_OVERRIDES, args, NULL, false, SPI_OK_DELETE);
 	return true;
+}
+
+/*
+ * The override of (name, key), read like a definition with a fresh
+ * snapshot: its rate, period, capacity and max_reserved into policy (the
+ * definition's, whose other fields stay); false when the key has none.
+ * Only for a name whose definition says it has overrides (so, 1.3 on).
+ */
+bool
+rl_storage_get_override(text *name, text *key, RlPolicy *policy)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+	Datum		d;
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	double		period;
+
+	run_plan_snapshot(PLAN_GET_OVERRIDE, args, NULL, false, latest,
+					  SPI_OK_SELECT);
+	UnregisterSnapshot(latest);
+	if (SPI_processed == 0)
+		return false;
+	if (!result_column(0, 1, &d))
+		elog(ERROR, "rate limit override has a NULL rate");
+	policy->rate = DatumGetFloat8(d);
+	/* a NULL period is the definition's (a calendar limit's, always) */
+	if (result_column(0, 2, &d))
+	{
+		period = rl_interval_usecs(DatumGetIntervalP(d));
+		policy->period = (period > 0 && period <= (double) RL_MAX_PERIOD) ?
+			(int64) period : 0;
+		if (policy->calendar.unit != RL_CALENDAR_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("an override of a calendar limit cannot have a period"),
+					 errdetail("The override of key \"%s\" of rate limit \"%s\" has one.",
+							   text_to_cstring(key), text_to_cstring(name))));
+	}
+	if (!result_column(0, 3, &d))
+		elog(ERROR, "rate limit override has a NULL capacity");
+	policy->capacity = DatumGetFloat8(d);
+	policy->has_max_reserved = result_column(0, 4, &d);
+	policy->max_reserved = policy->has_max_reserved ? DatumGetFloat8(d) : 0;
+	return true;
+}
+
+/* Create or replace an override (checked); the six values in order. */
+void
+rl_storage_put_override(Datum *values, bool *nulls)
+{
+	char		argnulls[6];
+
+	for (int i = 0; i < 6; i++)
+		argnulls[i] = nulls[i] ? 'n' : ' ';
+	run_plan(PLAN_PUT_OVERRIDE, values, argnulls, false, SPI_OK_INSERT);
+}
+
+/* Delete an override; false when there was none. */
+bool
+rl_storage_delete_override(text *name, text *key)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+
+	run_plan(PLAN_DELETE_OVERRIDE, args, NULL, false, SPI_OK_DELETE);
+	return SPI_processed > 0;
+}
+
+/* The table rl_overrides of the schema rl_storage_begin opened. */
+Oid
+rl_storage_overrides_relid(void)
+{
+	return get_relname_relid("rl_overrides", storage_nspid);
 }
 
 /* The parameters that address one state row. */

@@ -93,6 +93,10 @@ extern bool rl_storage_get_definition(text *name, RlPolicy *policy);
 extern bool rl_storage_put_definition(text *name, Datum *values,
 									  bool *nulls);
 extern bool rl_storage_delete_definition(text *name);
+extern Oid	rl_storage_overrides_relid(void);
+extern bool rl_storage_get_override(text *name, text *key, RlPolicy *policy);
+extern void rl_storage_put_override(Datum *values, bool *nulls);
+extern bool rl_storage_delete_override(text *name, text *key);
 
 extern bool rl_storage_read(const RlRowKey *row, RlState *state);
 extern bool rl_storage_lock(const RlRowKey *row, RlState *state,
