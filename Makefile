@@ -110,10 +110,11 @@ dist:
 	@git diff --quiet HEAD -- || echo "make dist: uncommitted changes are not in $(DIST) (it archives HEAD)" >&2
 	@echo "$(DIST)"
 
-unit: test/unit/test_algebra test/unit/random_depth test/unit/test_sha256
+unit: test/unit/test_algebra test/unit/random_depth test/unit/test_sha256 test/unit/sliding_trace
 	test/unit/test_sha256
 	test/unit/test_algebra
 	test/unit/random_depth 20000 1
+	test/unit/sliding_trace 100000 1
 
 test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c -lm
@@ -121,10 +122,13 @@ test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h
 test/unit/test_sha256: test/unit/test_sha256.c src/sha256.c src/sha256.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_sha256.c src/sha256.c
 
+test/unit/sliding_trace: test/unit/sliding_trace.c src/algebra.c src/algebra.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/sliding_trace.c src/algebra.c -lm
+
 test/unit/random_depth: test/unit/random_depth.c src/algebra.c src/algebra.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/random_depth.c src/algebra.c -lm
 
-EXTRA_CLEAN = test/unit/test_algebra test/unit/random_depth test/unit/test_sha256 results regression.diffs regression.out output_iso
+EXTRA_CLEAN = test/unit/test_algebra test/unit/random_depth test/unit/sliding_trace test/unit/test_sha256 results regression.diffs regression.out output_iso
 
 # For test/packaging/: the scripts this Makefile installs, and the name
 # make dist gives the archive.

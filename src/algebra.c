@@ -14,6 +14,17 @@
  * by re-running the refill, so floating-point rounding can never make a
  * retry at retry_after fail.
  *
+ * Sliding window (a third number, prev): windows as a fixed window's,
+ * capacity = rate = N; value is what the current window (ts) has left,
+ * N - cur, and prev what the window before it counted.  At time t in
+ * ts's window a call may take N - cur - prev * (1 - (t - ts) / period):
+ * the previous window's count weighted by the part of it still inside
+ * the sliding window of length period that ends at t (rl_available).  At
+ * each window start the current count becomes prev (0 when a window
+ * passed with no state), so that amount is continuous and never
+ * decreases while the key is left alone; every wait is a bisection over
+ * it.  docs/policies.md derives what that admits against an exact log.
+ *
  * Time arithmetic is checked: the times given must be valid timestamptz
  * values, a sum of a time and a duration that reaches RL_END_TIME (or
  * would overflow) stops the answer with RL_TIME_OUT_OF_RANGE, and a
@@ -41,6 +52,8 @@ rl_kind_name(RlKind kind)
 			return "concurrency";
 		case RL_CONCURRENCY_LEASE:
 			return "concurrency lease";
+		case RL_SLIDING_WINDOW:
+			return "sliding window";
 	}
 	return "unknown";
 }
@@ -57,6 +70,8 @@ rl_kind_parse(const char *name, RlKind *kind)
 		*kind = RL_CONCURRENCY;
 	else if (strcmp(name, "concurrency lease") == 0)
 		*kind = RL_CONCURRENCY_LEASE;
+	else if (strcmp(name, "sliding window") == 0)
+		*kind = RL_SLIDING_WINDOW;
 	else
 		return false;
 	return true;
@@ -106,6 +121,8 @@ rl_reserve_depth(const RlPolicy *policy)
 
 	if (policy->has_max_reserved)
 		return policy->max_reserved;
+	if (policy->kind == RL_SLIDING_WINDOW)
+		return 0;				/* it has no reservations */
 	if (policy->kind == RL_TOKEN_BUCKET)
 		span = (double) RL_RESERVE_HORIZON * policy->rate /
 			(double) policy->period;
@@ -147,8 +164,23 @@ rl_policy_problem(const RlPolicy *policy)
 		return "max_reserved must be a finite number between zero and 1e15";
 	if (policy->shards < 1 || policy->shards > RL_MAX_SHARDS)
 		return "shards must be between 1 and 1024";
-	if (policy->has_start && policy->kind != RL_FIXED_WINDOW)
-		return "start applies only to fixed window limits";
+	if (policy->has_start && policy->kind != RL_FIXED_WINDOW &&
+		policy->kind != RL_SLIDING_WINDOW)
+		return "start applies only to fixed and sliding window limits";
+	if (policy->kind == RL_SLIDING_WINDOW)
+	{
+		/*
+		 * A reservation would have to count in a window not yet begun, and
+		 * shards would each estimate their own share of two windows: the
+		 * bound derived for one counter holds for neither.
+		 */
+		if (policy->capacity != policy->rate)
+			return "the capacity of a sliding window limit is its rate";
+		if (policy->has_max_reserved)
+			return "a sliding window limit cannot reserve";
+		if (policy->shards != 1)
+			return "a sliding window limit cannot have shards";
+	}
 	if (policy->calendar.unit != RL_CALENDAR_NONE)
 	{
 		if (policy->kind != RL_FIXED_WINDOW)
@@ -188,6 +220,8 @@ rl_count_problem(const RlPolicy *policy, double count, bool reserve)
 {
 	if (!amount_in_range(count, 0, false))
 		return "count must be a finite number greater than zero and at most 1e15";
+	if (reserve && policy->kind == RL_SLIDING_WINDOW)
+		return "a sliding window limit cannot reserve";
 	if (policy->shards > 1 && count > grantable(policy, reserve))
 		return "count exceeds what two shards of the limit can hold";
 	if (!reserve && count > policy->capacity)
@@ -415,7 +449,75 @@ rl_initial_state(const RlPolicy *policy, int64_t origin, int64_t now,
 	state->value = policy->capacity;
 	state->ts = policy->kind == RL_TOKEN_BUCKET ? now :
 		window_of(policy, origin, now);
+	state->prev = RL_KIND_HAS_PREV(policy->kind) ? 0 : NAN;
 	return valid_time(state->ts) ? RL_DECIDED : RL_TIME_OUT_OF_RANGE;
+}
+
+/*
+ * rl_refill for a sliding window: at a new window the current window's
+ * count becomes prev when the two are adjacent, and 0 otherwise; value
+ * starts at capacity.  A missing prev (a row written under another kind)
+ * counts as 0.
+ */
+static RlState
+sliding_refill(const RlPolicy *policy, int64_t origin, RlState state,
+			   int64_t now)
+{
+	RlState		out = state;
+	int64_t		from = rl_window_start(state.ts, origin, policy->period);
+	int64_t		to = rl_window_start(now, origin, policy->period);
+
+	if (!(out.prev > 0))
+		out.prev = 0;			/* NaN too */
+	if (to > from)
+	{
+		uint64_t	span = (uint64_t) to - (uint64_t) from;
+
+		out.prev = span == (uint64_t) policy->period ?
+			fmax(policy->capacity - fmin(state.value, policy->capacity), 0) : 0;
+		out.value = policy->capacity;
+		out.ts = to;
+	}
+	out.value = fmin(out.value, policy->capacity);
+	return out;
+}
+
+/*
+ * What a sliding window's state, already brought forward to t (or
+ * blocked: ts after t), lets a call take at t: its value less prev
+ * weighted by the part of the previous window still inside the sliding
+ * window that ends at t.  Before ts the whole of prev counts.
+ */
+static double
+sliding_available(const RlPolicy *policy, RlState state, int64_t t)
+{
+	int64_t		into;
+
+	if (!(state.prev > 0))
+		return state.value;
+	if (t <= state.ts)
+		into = 0;
+	else if (__builtin_sub_overflow(t, state.ts, &into) ||
+			 into >= policy->period)
+		into = policy->period;
+	return state.value - state.prev *
+		((double) (policy->period - into) / (double) policy->period);
+}
+
+/*
+ * What a call could take at now from state left alone: the refilled
+ * value, and for a sliding window that less the previous window's
+ * weighted count.  The one test of every decision and wait.
+ */
+double
+rl_available(const RlPolicy *policy, int64_t origin, RlState state,
+			 int64_t now)
+{
+	RlState		current = rl_refill(policy, origin, state, now);
+
+	if (policy->kind == RL_SLIDING_WINDOW)
+		return sliding_available(policy, current, now);
+	return current.value;
 }
 
 /*
@@ -429,6 +531,10 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 {
 	RlState		out = state;
 
+	if (policy->kind == RL_SLIDING_WINDOW)
+		return sliding_refill(policy, origin, state, now);
+	/* another kind's number, left by a redefinition, is not kept */
+	out.prev = NAN;
 	if (policy->kind == RL_TOKEN_BUCKET)
 	{
 		if (now > state.ts)
@@ -493,7 +599,8 @@ rl_state_is_idle(const RlPolicy *policy, int64_t origin, RlState state,
 	/* where no missing row can start (before RL_MIN_TIME), keep the row */
 	if (rl_initial_state(policy, origin, now, &fresh) != RL_DECIDED)
 		return false;
-	return current.value >= fresh.value && current.ts == fresh.ts;
+	return current.value >= fresh.value && current.ts == fresh.ts &&
+		!(RL_KIND_HAS_PREV(policy->kind) && current.prev > 0);
 }
 
 /*
@@ -527,6 +634,35 @@ rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
 {
 	int64_t		wait;
 
+	if (policy->kind == RL_SLIDING_WINDOW)
+	{
+		/*
+		 * Idle once a window starts after one that counted nothing; the
+		 * amount available reaches capacity a little earlier in rounding.
+		 */
+		int64_t		ws = rl_window_start(state.ts, origin, policy->period);
+
+		if (!valid_time(now) || !valid_time(state.ts))
+			return false;
+		if (rl_state_is_idle(policy, origin, state, now))
+		{
+			*at = now;
+			return true;
+		}
+		for (int k = 1; k <= 2; k++)
+		{
+			int64_t		t;
+
+			if (!add_before_end(ws, k * policy->period, &t))
+				return false;
+			if (t > now && rl_state_is_idle(policy, origin, state, t))
+			{
+				*at = t;
+				return true;
+			}
+		}
+		return false;
+	}
 	if (!valid_time(now) || !valid_time(state.ts) ||
 		wait_for(policy, origin, state, policy->capacity, now, &wait) !=
 		RL_DECIDED ||
@@ -553,7 +689,8 @@ rl_commit_take(const RlPolicy *policy, int64_t origin, RlState state,
 {
 	RlState		out;
 
-	if (policy->kind == RL_FIXED_WINDOW &&
+	if ((policy->kind == RL_FIXED_WINDOW ||
+		 policy->kind == RL_SLIDING_WINDOW) &&
 		window_of(policy, origin, granted) >=
 		window_of(policy, origin, state.ts))
 	{
@@ -622,6 +759,48 @@ wait_for_calendar(const RlPolicy *policy, RlState state, double target,
 }
 
 /*
+ * wait_for for a sliding window: the amount available never decreases
+ * while the key is left alone, and is capacity two windows after the
+ * state's (capacity - prev once a window passes, then capacity), so a
+ * bisection between now and then finds the first microsecond at which
+ * rl_available says yes.
+ */
+static RlStatus
+sliding_wait(const RlPolicy *policy, int64_t origin, RlState state,
+			 double target, int64_t now, int64_t *wait)
+{
+	int64_t		lo = now;
+	int64_t		hi;
+
+	if (rl_available(policy, origin, state, now) >= target)
+	{
+		*wait = 0;
+		return RL_DECIDED;
+	}
+	if (!add_before_end(state.ts > now ? state.ts : now, 2 * policy->period,
+						&hi))
+	{
+		hi = RL_END_TIME - 1;
+		if (rl_available(policy, origin, state, hi) < target)
+			return RL_TIME_OUT_OF_RANGE;
+	}
+	else if (rl_available(policy, origin, state, hi) < target)
+		return RL_WAIT_TOO_LONG;	/* a target above capacity */
+	while (hi - lo > 1)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (rl_available(policy, origin, state, mid) >= target)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	if (!wait_until(hi, now, wait))
+		return RL_WAIT_TOO_LONG;
+	return RL_DECIDED;
+}
+
+/*
  * How long from now until state, left alone, holds at least target tokens
  * (target <= capacity).  RL_WAIT_TOO_LONG when that is past RL_MAX_WAIT,
  * RL_TIME_OUT_OF_RANGE when it is at or past RL_END_TIME.  now and
@@ -640,6 +819,8 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 	int64_t		ahead;
 	double		guess;
 
+	if (policy->kind == RL_SLIDING_WINDOW)
+		return sliding_wait(policy, origin, state, target, now, wait);
 	if (missing <= 0)
 	{
 		*wait = 0;
@@ -734,6 +915,48 @@ window_reset(const RlPolicy *policy, int64_t origin, int64_t now,
 }
 
 /*
+ * rl_decide for a sliding window (which never reserves): granted when
+ * what rl_available gives covers count; the count is added to the
+ * current window.  A refusal's retry_after is the first microsecond at
+ * which the same test says yes; reset_after the time until the key,
+ * left alone, could take its whole capacity again.
+ */
+static RlStatus
+sliding_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
+			   int64_t now, double count, RlDecision *decision)
+{
+	RlState		current;
+	RlState		after;
+	RlStatus	status;
+	double		available;
+
+	if (state)
+		current = rl_refill(policy, origin, *state, now);
+	else if ((status = rl_initial_state(policy, origin, now,
+										&current)) != RL_DECIDED)
+		return status;
+	available = sliding_available(policy, current, now);
+	after = current;
+	after.value -= count;
+	decision->ok = available >= count;
+	decision->state = after;
+	decision->has_retry = !decision->ok;
+	decision->retry_after = 0;
+	if (decision->ok)
+		decision->remaining = available - count;
+	else
+	{
+		decision->remaining = available;
+		status = wait_for(policy, origin, state ? *state : current, count,
+						  now, &decision->retry_after);
+		if (status != RL_DECIDED)
+			return status;
+	}
+	return wait_for(policy, origin, decision->ok ? after : current,
+					policy->capacity, now, &decision->reset_after);
+}
+
+/*
  * Decide a call of count tokens at time now against state (NULL for a key
  * with no stored state).  The policy and count must have passed
  * rl_policy_problem and rl_count_problem.
@@ -749,6 +972,8 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 
 	if (!valid_time(now) || (state && !valid_time(state->ts)))
 		return RL_TIME_OUT_OF_RANGE;
+	if (policy->kind == RL_SLIDING_WINDOW)
+		return sliding_decide(policy, origin, state, now, count, decision);
 	if (state)
 		current = rl_refill(policy, origin, *state, now);
 	else if ((status = rl_initial_state(policy, origin, now,
@@ -756,6 +981,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 		return status;
 	after.value = current.value - count;
 	after.ts = current.ts;
+	after.prev = current.prev;
 
 	/*
 	 * Granted when the tokens now cover count, less the depth reservations

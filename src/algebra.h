@@ -48,8 +48,10 @@ typedef enum RlKind
 	RL_TOKEN_BUCKET,
 	RL_FIXED_WINDOW,
 	RL_CONCURRENCY,				/* permits held until the transaction ends */
-	RL_CONCURRENCY_LEASE		/* permits held by a lease until released or
+	RL_CONCURRENCY_LEASE,		/* permits held by a lease until released or
 								 * expired */
+	RL_SLIDING_WINDOW			/* at most rate in any period, estimated from
+								 * two windows' counts */
 } RlKind;
 
 /* Concurrency kinds keep their permit count in capacity, and no rate. */
@@ -107,7 +109,7 @@ typedef struct RlPolicy
 	double		max_reserved;	/* deepest the value may go below zero */
 	int			shards;
 	bool		has_start;		/* false: window phase comes from a hash */
-	int64_t		start;			/* a window start (fixed window only) */
+	int64_t		start;			/* a window start (fixed and sliding window) */
 	RlStore		store;			/* where its state lives */
 	/* unit RL_CALENDAR_NONE but for a fixed window with a time zone */
 	RlCalendar	calendar;
@@ -117,12 +119,20 @@ typedef struct RlPolicy
 	bool		overrides;		/* some keys have a policy of their own */
 } RlPolicy;
 
-/* The two numbers stored per (name, key, shard). */
+/*
+ * The numbers stored per (name, key, shard).  prev is the sliding
+ * window's third number, the count of the window before ts's; the other
+ * kinds carry NaN there (stored as NULL) and never read it.
+ */
 typedef struct RlState
 {
 	double		value;
 	int64_t		ts;
+	double		prev;
 } RlState;
+
+/* True for a kind whose state has a third number (prev). */
+#define RL_KIND_HAS_PREV(kind) ((kind) == RL_SLIDING_WINDOW)
 
 typedef enum RlStatus
 {
@@ -179,6 +189,8 @@ extern RlStatus rl_initial_state(const RlPolicy *policy, int64_t origin,
 								 int64_t now, RlState *state);
 extern RlState rl_refill(const RlPolicy *policy, int64_t origin,
 						 RlState state, int64_t now);
+extern double rl_available(const RlPolicy *policy, int64_t origin,
+						   RlState state, int64_t now);
 extern bool rl_state_is_blocked(const RlPolicy *policy, int64_t origin,
 								RlState state, int64_t now);
 extern bool rl_state_is_idle(const RlPolicy *policy, int64_t origin,

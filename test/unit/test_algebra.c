@@ -1107,6 +1107,183 @@ run_calendar(void)
 		   "calendar: units of periods");
 }
 
+static RlPolicy
+sliding(double n, int64_t period)
+{
+	RlPolicy	p = {RL_SLIDING_WINDOW, n, period, n, false, 0, 1, true, 0};
+
+	return p;
+}
+
+static RlState
+st3(double value, int64_t ts, double prev)
+{
+	RlState		s = {value, ts, prev};
+
+	return s;
+}
+
+static int
+same3(RlState a, RlState b)
+{
+	return near(a.value, b.value) && a.ts == b.ts && near(a.prev, b.prev);
+}
+
+/*
+ * Sliding window, N = 8 per 64 s, windows from 0: at t in the window of
+ * ts, a call may take value - prev * (64 s - (t - ts)) / 64 s.  Times are
+ * chosen so that every fraction is exact in binary.
+ */
+static void
+run_sliding(void)
+{
+	RlPolicy	sw = sliding(8, 64 * SEC);
+	RlPolicy	bad;
+	RlDecision	d;
+	RlState		s;
+	RlState		out;
+	int64_t		at;
+
+	/* no state, 32 s: 8 available, take 4; full again once 4 leave: 128 s */
+	expect(rl_decide(&sw, 0, NULL, 32 * SEC, 4, false, &d) == RL_DECIDED &&
+		   d.ok && !d.has_retry && near(d.remaining, 4) &&
+		   same3(d.state, st3(4, 0, 0)) && d.reset_after == 96 * SEC,
+		   "sliding: first call");
+
+	/*
+	 * cur 6 in [0, 64 s); at 80 s prev = 6, weight 48/64: 8 - 4.5 = 3.5.
+	 * 5 needs weight <= 1/2: at 96 s.
+	 */
+	s = st3(2, 0, 0);
+	expect(rl_decide(&sw, 0, &s, 80 * SEC, 5, false, &d) == RL_DECIDED &&
+		   !d.ok && d.has_retry && near(d.remaining, 3.5) &&
+		   d.retry_after == 16 * SEC && d.reset_after == 48 * SEC,
+		   "sliding: previous window weighted, exact retry");
+	expect(rl_decide(&sw, 0, &s, 96 * SEC, 5, false, &d) == RL_DECIDED &&
+		   d.ok && near(d.remaining, 0), "sliding: granted at retry_after");
+	expect(rl_decide(&sw, 0, &s, 96 * SEC - 1, 5, false, &d) == RL_DECIDED &&
+		   !d.ok, "sliding: refused a microsecond before");
+	/* 3 fit: written (5, 64 s, 6); full at 192 s (prev 3 in [128, 192)) */
+	expect(rl_decide(&sw, 0, &s, 80 * SEC, 3, false, &d) == RL_DECIDED &&
+		   d.ok && near(d.remaining, 0.5) &&
+		   same3(d.state, st3(5, 64 * SEC, 6)) && d.reset_after == 112 * SEC,
+		   "sliding: granted, count added to the current window");
+
+	/* a window passed with no state: prev is 0, not the old count */
+	s = st3(2, 0, 5);
+	expect(rl_decide(&sw, 0, &s, 130 * SEC, 8, false, &d) == RL_DECIDED &&
+		   d.ok && near(d.remaining, 0) &&
+		   same3(d.state, st3(0, 128 * SEC, 0)) && d.reset_after == 126 * SEC,
+		   "sliding: no adjacent window, prev 0");
+
+	/* a full window: refused until 1/4 of the next has passed, for 2 */
+	s = st3(0, 64 * SEC, 0);
+	expect(rl_decide(&sw, 0, &s, 96 * SEC, 2, false, &d) == RL_DECIDED &&
+		   !d.ok && near(d.remaining, 0) && d.retry_after == 48 * SEC &&
+		   d.reset_after == 96 * SEC,
+		   "sliding: full window, retry in the next");
+
+	/* blocked (ts after now): all of prev counts until ts */
+	s = st3(0, 192 * SEC, 8);
+	expect(rl_decide(&sw, 0, &s, 100 * SEC, 1, false, &d) == RL_DECIDED &&
+		   !d.ok && near(d.remaining, -8) && d.retry_after == 164 * SEC &&
+		   d.reset_after == 220 * SEC, "sliding: blocked state");
+
+	/* idle: only once a window after one that counted nothing starts */
+	s = st3(4, 0, 0);
+	expect(!rl_state_is_idle(&sw, 0, s, 64 * SEC) &&
+		   !rl_state_is_idle(&sw, 0, s, 128 * SEC - 1) &&
+		   rl_state_is_idle(&sw, 0, s, 128 * SEC), "sliding: idle");
+	expect(rl_idle_at(&sw, 0, s, 10 * SEC, &at) && at == 128 * SEC,
+		   "sliding: idle at two windows on");
+	s = st3(8, 0, 3);
+	expect(!rl_state_is_idle(&sw, 0, s, 10 * SEC) &&
+		   rl_idle_at(&sw, 0, s, 10 * SEC, &at) && at == 64 * SEC,
+		   "sliding: idle at the next window when the current is empty");
+	s = st3(8, 0, 0);
+	expect(rl_idle_at(&sw, 0, s, 10 * SEC, &at) && at == 10 * SEC,
+		   "sliding: idle now");
+
+	/* the memory store's commit: taken in the window it was granted in */
+	out = rl_commit_take(&sw, 0, st3(8, 0, 0), 50 * SEC, 70 * SEC, 3);
+	expect(same3(out, st3(8, 64 * SEC, 3)), "sliding: commit rolls the take into prev");
+	out = rl_commit_take(&sw, 0, st3(8, 64 * SEC, 0), 50 * SEC, 70 * SEC, 3);
+	expect(same3(out, st3(5, 64 * SEC, 0)),
+		   "sliding: commit after the state moved on counts it now");
+
+	/* refund: the current window only, up to N */
+	s = st3(2, 64 * SEC, 6);
+	expect(rl_refund_state(&sw, 0, &s, 80 * SEC, 3, &out) == RL_DECIDED &&
+		   same3(out, st3(5, 64 * SEC, 6)), "sliding: refund");
+	expect(rl_refund_state(&sw, 0, &s, 80 * SEC, 30, &out) == RL_DECIDED &&
+		   same3(out, st3(8, 64 * SEC, 6)), "sliding: refund capped");
+
+	/* penalty: the current count goes past N and weighs on the next */
+	s = st3(8, 0, 0);
+	expect(rl_penalize_state(&sw, 0, &s, 10 * SEC, 20, &out) == RL_DECIDED &&
+		   same3(out, st3(-12, 0, 0)), "sliding: penalty");
+	s = out;
+	/* at 112 s prev = 20, weight 16/64: 8 - 5 = 3 */
+	expect(rl_decide(&sw, 0, &s, 112 * SEC, 3, false, &d) == RL_DECIDED &&
+		   d.ok && near(d.remaining, 0), "sliding: penalty weighs on");
+	expect(rl_decide(&sw, 0, &s, 112 * SEC - 1, 3, false, &d) == RL_DECIDED &&
+		   !d.ok && d.retry_after == 1, "sliding: penalty, exact retry");
+
+	/* block 100 s from 10 s: refused until the window that holds 110 s ends */
+	expect(rl_block_state(&sw, 0, NULL, 10 * SEC, 100 * SEC, &out) ==
+		   RL_DECIDED && same3(out, st3(0, 64 * SEC, 0)) &&
+		   rl_state_is_blocked(&sw, 0, out, 10 * SEC),
+		   "sliding: block");
+	s = out;
+	expect(rl_decide(&sw, 0, &s, 10 * SEC, 1, false, &d) == RL_DECIDED &&
+		   !d.ok && d.retry_after == (128 + 8) * SEC - 10 * SEC,
+		   "sliding: blocked until the window after the block, then refilling");
+	s = st3(2, 0, 0);
+	expect(rl_block_state(&sw, 0, &s, 10 * SEC, 100 * SEC, &out) ==
+		   RL_DECIDED && same3(out, st3(0, 64 * SEC, 6)),
+		   "sliding: a block keeps the count it rolls over");
+
+	/* what the kind refuses */
+	expect(rl_policy_problem(&sw) == NULL, "sliding: valid");
+	bad = sw;
+	bad.capacity = 9;
+	expect(rl_policy_problem(&bad) != NULL, "sliding: capacity is the rate");
+	bad = sw;
+	bad.has_max_reserved = true;
+	expect(rl_policy_problem(&bad) != NULL, "sliding: no max_reserved");
+	bad = sw;
+	bad.shards = 2;
+	bad.capacity = bad.rate;
+	expect(rl_policy_problem(&bad) != NULL, "sliding: no shards");
+	bad = sw;
+	bad.calendar.unit = RL_CALENDAR_DAY;
+	bad.has_start = false;
+	bad.period = DAY;
+	expect(rl_policy_problem(&bad) != NULL, "sliding: no time zone");
+	expect(rl_count_problem(&sw, 1, true) != NULL &&
+		   rl_count_problem(&sw, 1, false) == NULL &&
+		   rl_count_problem(&sw, 9, false) != NULL,
+		   "sliding: counts, no reservations");
+	expect(rl_reserve_depth(&sw) == 0, "sliding: no reserve depth");
+
+	/* other kinds carry no third number */
+	expect(rl_initial_state(&sw, 0, 10 * SEC, &s) == RL_DECIDED && s.prev == 0,
+		   "sliding: initial prev 0");
+	{
+		RlPolicy	tb = bucket(10, MIN, 10);
+
+		expect(rl_initial_state(&tb, 0, 10 * SEC, &s) == RL_DECIDED &&
+			   isnan(s.prev) &&
+			   isnan(rl_refill(&tb, 0, st3(1, 0, 5), 10 * SEC).prev),
+			   "sliding: other kinds' prev is NaN");
+	}
+	/* a row written under another kind (prev NaN) counts no previous window */
+	s = st3(3, 0, NAN);
+	expect(near(rl_available(&sw, 0, s, 10 * SEC), 3) &&
+		   near(rl_available(&sw, 0, s, 96 * SEC), 8 - 5 * 0.5),
+		   "sliding: missing prev is 0");
+}
+
 int
 main(void)
 {
@@ -1124,6 +1301,7 @@ main(void)
 	run_adjust();
 	run_http();
 	run_calendar();
+	run_sliding();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
