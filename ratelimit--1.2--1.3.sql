@@ -468,3 +468,101 @@ COMMENT ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extsche
 	'the HTTP fields RateLimit-Policy, RateLimit and (when denied) Retry-After for an answer of rl_limit or rl_check on name (and key, for a key with an override), as a jsonb object';
 REVOKE ALL ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy, text) TO PUBLIC;
+
+-- Sliding windows (1.3): a kind that allows at most rate calls in any
+-- period, estimated from the counts of the current and the previous
+-- window.  Its state has a third number, the previous window's count:
+-- rate_limits gains a trailing nullable column, NULL for every row of the
+-- other kinds (a NULL in the last column takes no space in a row), so the
+-- rows written before keep their meaning as they are.
+ALTER TABLE @extschema@.rate_limits ADD COLUMN prev float8;
+COMMENT ON COLUMN @extschema@.rate_limits.prev IS
+	'sliding window: what the window before the one starting at ts counted; NULL for the other kinds';
+ALTER TABLE @extschema@.rl_definitions
+	DROP CONSTRAINT rl_definitions_kind_check,
+	ADD CONSTRAINT rl_definitions_kind_check CHECK (
+		CASE WHEN kind OPERATOR(pg_catalog.=) ANY (ARRAY['concurrency', 'concurrency lease'])
+		THEN rate IS NULL AND period IS NULL
+			AND shards OPERATOR(pg_catalog.=) 1 AND start IS NULL
+			AND capacity OPERATOR(pg_catalog.>=) 1
+			AND capacity OPERATOR(pg_catalog.<=) 1000
+			AND capacity OPERATOR(pg_catalog.=) pg_catalog.trunc(capacity)
+			-- permits lowered: the highest number they had (slots in use)
+			AND (max_reserved IS NULL OR (kind OPERATOR(pg_catalog.=) 'concurrency'
+				AND max_reserved OPERATOR(pg_catalog.>) capacity
+				AND max_reserved OPERATOR(pg_catalog.<=) 1000
+				AND max_reserved OPERATOR(pg_catalog.=) pg_catalog.trunc(max_reserved)))
+		ELSE kind OPERATOR(pg_catalog.=) ANY (ARRAY['token bucket', 'fixed window', 'sliding window'])
+			AND rate IS NOT NULL AND period IS NOT NULL
+		END);
+COMMENT ON TYPE @extschema@.rl_policy IS
+	'a rate limit policy for inline use; build it with rl_token_bucket(), rl_fixed_window() or rl_sliding_window()';
+
+CREATE FUNCTION @extschema@.rl_sliding_window(
+	rate float8,
+	period interval,
+	start timestamptz DEFAULT NULL,
+	storage text DEFAULT 'table')
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_sliding_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_sliding_window(float8, interval, timestamptz, text) IS
+	'an inline sliding window policy: at most rate per period, estimated from the counts of the current and the previous window (windows as a fixed window''s); storage ''table'' or ''memory''';
+REVOKE ALL ON FUNCTION @extschema@.rl_sliding_window(float8, interval, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_sliding_window(float8, interval, timestamptz, text) TO PUBLIC;
+
+-- rl_status reads the third number too (stored_prev, its last column);
+-- the function it calls takes it, NaN for NULL.
+CREATE FUNCTION @extschema@.rl_status_row(
+	config @extschema@.rl_policy,
+	name text,
+	key text,
+	stored_value float8,
+	stored_ts timestamptz,
+	stored_prev float8,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT remaining float8,
+	OUT reset_after interval,
+	OUT idle boolean)
+AS 'MODULE_PATHNAME', 'rl_status_row'
+LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz, float8) IS
+	'one state row (stored key, '''' for NULL; stored_prev NaN for NULL) brought forward to now under a policy; used by the view rl_status';
+REVOKE ALL ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz, float8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz, float8) TO PUBLIC;
+
+CREATE OR REPLACE VIEW @extschema@.rl_status AS
+SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
+	NULLIF(s.key, '') AS key,
+	s.shard,
+	(p.p).kind,
+	(p.p).rate,
+	(p.p).period,
+	(p.p).capacity,
+	(p.p).shards,
+	n.value,
+	n.ts,
+	n.remaining,
+	n.reset_after,
+	n.idle,
+	s.value AS stored_value,
+	s.ts AS stored_ts,
+	(p.p).max_reserved,
+	(p.p).start,
+	(p.p).time_zone,
+	s.prev AS stored_prev
+FROM @extschema@.rate_limits s
+LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
+CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
+		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
+			d.start, d.storage, d.time_zone)::@extschema@.rl_policy
+	ELSE @extschema@.rl_inline_policy(s.name)
+	END AS p) p
+LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts,
+	COALESCE(s.prev, 'NaN'::pg_catalog.float8)) n ON true;
+DROP FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz);
+COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding; a sliding window: what a call could take now); NULL for a row with no known policy (a name used with an inline config before 1.3)';
+COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed and sliding window: a window start given with the policy; NULL for a phase derived from the name and key';
+COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket and sliding window: until full again; fixed window: until the next window';
+COMMENT ON COLUMN @extschema@.rl_status.stored_prev IS 'sliding window: prev as stored in rate_limits, the count of the window before ts''s; NULL for the other kinds';

@@ -18,7 +18,7 @@ CREATE TYPE @extschema@.rl_policy AS (
 	time_zone text
 );
 COMMENT ON TYPE @extschema@.rl_policy IS
-	'a rate limit policy for inline use; build it with rl_token_bucket() or rl_fixed_window()';
+	'a rate limit policy for inline use; build it with rl_token_bucket(), rl_fixed_window() or rl_sliding_window()';
 
 CREATE TYPE @extschema@.rl_result AS (
 	ok boolean,
@@ -67,19 +67,24 @@ COMMENT ON COLUMN @extschema@.rl_definitions.time_zone IS
 COMMENT ON TABLE @extschema@.rl_definitions IS
 	'named rate limit definitions; write them with rl_define() and rl_undefine()';
 
--- Hot: two numbers per (name, key, shard), updated in place.  The NULL key
--- is stored as '' (empty keys are refused), so the primary key stays
--- unique.  fillfactor leaves room on each page for HOT updates.
+-- Hot: two numbers per (name, key, shard), updated in place, and a third
+-- for a sliding window (prev; NULL, which costs nothing, for the other
+-- kinds).  The NULL key is stored as '' (empty keys are refused), so the
+-- primary key stays unique.  fillfactor leaves room on each page for HOT
+-- updates.
 CREATE TABLE @extschema@.rate_limits (
 	name text COLLATE "C" NOT NULL,
 	key text COLLATE "C" NOT NULL,
 	shard smallint NOT NULL,
 	value float8 NOT NULL,
 	ts timestamptz NOT NULL,
+	prev float8,
 	PRIMARY KEY (name, key, shard)
 ) WITH (fillfactor = 90);
 COMMENT ON TABLE @extschema@.rate_limits IS
 	'rate limit state: tokens (value) at time ts per (name, key, shard); key '''' is the shared NULL key';
+COMMENT ON COLUMN @extschema@.rate_limits.prev IS
+	'sliding window: what the window before the one starting at ts counted; NULL for the other kinds';
 
 REVOKE ALL ON TABLE @extschema@.rl_definitions FROM PUBLIC;
 REVOKE ALL ON TABLE @extschema@.rate_limits FROM PUBLIC;
@@ -113,6 +118,17 @@ AS 'MODULE_PATHNAME', 'rl_fixed_window'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) IS
 	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate); storage ''table'' or ''memory''; time_zone: calendar windows (a period of 1 day, 1 week, 1 month or 1 year) starting at local midnight there';
+
+CREATE FUNCTION @extschema@.rl_sliding_window(
+	rate float8,
+	period interval,
+	start timestamptz DEFAULT NULL,
+	storage text DEFAULT 'table')
+RETURNS @extschema@.rl_policy
+AS 'MODULE_PATHNAME', 'rl_sliding_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.rl_sliding_window(float8, interval, timestamptz, text) IS
+	'an inline sliding window policy: at most rate per period, estimated from the counts of the current and the previous window (windows as a fixed window''s); storage ''table'' or ''memory''';
 
 -- Administration.
 
@@ -441,6 +457,7 @@ REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) F
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_sliding_window(float8, interval, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
@@ -465,6 +482,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boo
 GRANT EXECUTE ON FUNCTION @extschema@.rl_enforce() TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_sliding_window(float8, interval, timestamptz, text) TO PUBLIC;
 
 -- Definitions are configuration: pg_dump saves them with the database.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_definitions', '');
@@ -495,6 +513,7 @@ CREATE FUNCTION @extschema@.rl_status_row(
 	key text,
 	stored_value float8,
 	stored_ts timestamptz,
+	stored_prev float8,
 	OUT value float8,
 	OUT ts timestamptz,
 	OUT remaining float8,
@@ -502,10 +521,10 @@ CREATE FUNCTION @extschema@.rl_status_row(
 	OUT idle boolean)
 AS 'MODULE_PATHNAME', 'rl_status_row'
 LANGUAGE C VOLATILE STRICT;
-COMMENT ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) IS
-	'one state row (stored key, '''' for NULL) brought forward to now under a policy; used by the view rl_status';
-REVOKE ALL ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz, float8) IS
+	'one state row (stored key, '''' for NULL; stored_prev NaN for NULL) brought forward to now under a policy; used by the view rl_status';
+REVOKE ALL ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz, float8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz, float8) TO PUBLIC;
 
 -- The policy in the stored name of a limit used with an inline config:
 -- each inline policy of a name keeps a state of its own, stored under the
@@ -539,7 +558,8 @@ SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	s.ts AS stored_ts,
 	(p.p).max_reserved,
 	(p.p).start,
-	(p.p).time_zone
+	(p.p).time_zone,
+	s.prev AS stored_prev
 FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
 CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
@@ -547,23 +567,25 @@ CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
 			d.start, d.storage, d.time_zone)::@extschema@.rl_policy
 	ELSE @extschema@.rl_inline_policy(s.name)
 	END AS p) p
-LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts) n ON true;
+LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts,
+	COALESCE(s.prev, 'NaN'::pg_catalog.float8)) n ON true;
 COMMENT ON VIEW @extschema@.rl_status IS
 	'every stored (name, key, shard) with its definition and its state brought forward to now; locks nothing';
 COMMENT ON COLUMN @extschema@.rl_status.key IS 'the key; NULL for the limit shared by the whole name';
 COMMENT ON COLUMN @extschema@.rl_status.shard IS 'the shard, 0 for an unsharded limit';
 COMMENT ON COLUMN @extschema@.rl_status.capacity IS 'the whole limit''s capacity (a shard holds capacity / shards)';
-COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding); NULL for a row with no known policy (a name used with an inline config before 1.3)';
+COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding; a sliding window: what a call could take now); NULL for a row with no known policy (a name used with an inline config before 1.3)';
 COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';
 COMMENT ON COLUMN @extschema@.rl_status.max_reserved IS 'how far below zero reservations may go; NULL for no bound of its own';
-COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed window: a window start given with the policy; NULL for a phase derived from the name and key';
+COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed and sliding window: a window start given with the policy; NULL for a phase derived from the name and key';
 COMMENT ON COLUMN @extschema@.rl_status.time_zone IS 'fixed window: the time zone of its calendar windows; NULL for windows of a period';
 COMMENT ON COLUMN @extschema@.rl_status.ts IS 'the time value is counted at';
 COMMENT ON COLUMN @extschema@.rl_status.remaining IS 'tokens a call could take now without reserving';
-COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket: until full again; fixed window: until the next window';
+COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket and sliding window: until full again; fixed window: until the next window';
 COMMENT ON COLUMN @extschema@.rl_status.idle IS 'full, so rl_gc would delete the row without changing any answer';
 COMMENT ON COLUMN @extschema@.rl_status.stored_value IS 'value as stored in rate_limits';
 COMMENT ON COLUMN @extschema@.rl_status.stored_ts IS 'ts as stored in rate_limits';
+COMMENT ON COLUMN @extschema@.rl_status.stored_prev IS 'sliding window: prev as stored in rate_limits, the count of the window before ts''s; NULL for the other kinds';
 REVOKE ALL ON @extschema@.rl_status FROM PUBLIC;
 
 -- Every change to rl_definitions tells each backend to drop the
@@ -804,7 +826,7 @@ ALTER TABLE @extschema@.rl_definitions
 				AND max_reserved OPERATOR(pg_catalog.>) capacity
 				AND max_reserved OPERATOR(pg_catalog.<=) 1000
 				AND max_reserved OPERATOR(pg_catalog.=) pg_catalog.trunc(max_reserved)))
-		ELSE kind OPERATOR(pg_catalog.=) ANY (ARRAY['token bucket', 'fixed window'])
+		ELSE kind OPERATOR(pg_catalog.=) ANY (ARRAY['token bucket', 'fixed window', 'sliding window'])
 			AND rate IS NOT NULL AND period IS NOT NULL
 		END);
 

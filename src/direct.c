@@ -47,6 +47,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/multixact.h"
@@ -80,10 +82,20 @@
 #include "direct.h"
 #include "stats.h"
 
-/* Attribute numbers of rate_limits (name, key, shard, value, ts). */
+/*
+ * Attribute numbers of rate_limits (name, key, shard, value, ts, prev).
+ * prev is new in 1.3: a table without it (before the upgrade) is served
+ * too, every row read with no prev and written without one.  A row
+ * written before the column was added has one attribute less than the
+ * descriptor, and reads as NULL there, as it does in SQL.
+ */
 #define ATT_VALUE	4
 #define ATT_TS		5
-#define NATTS		5
+#define ATT_PREV	6
+#define NATTS		6
+
+/* Whether the table of desc has the column prev. */
+#define HAS_PREV(desc)	((desc)->natts >= ATT_PREV)
 
 static bool direct_access = true;
 
@@ -103,9 +115,9 @@ rl_direct_init(void)
 
 /* The columns the direct path reads and writes, in order: types and collations. */
 static const Oid column_types[NATTS] = {TEXTOID, TEXTOID, INT2OID, FLOAT8OID,
-TIMESTAMPTZOID};
+TIMESTAMPTZOID, FLOAT8OID};
 static const Oid column_collations[NATTS] = {C_COLLATION_OID, C_COLLATION_OID,
-InvalidOid, InvalidOid, InvalidOid};
+InvalidOid, InvalidOid, InvalidOid, InvalidOid};
 
 /* The operator families of the primary key's columns (name, key, shard). */
 static const Oid key_opfamilies[3] = {TEXT_BTREE_FAM_OID, TEXT_BTREE_FAM_OID,
@@ -125,7 +137,8 @@ updates_key_columns(Relation rel)
 	bool		result;
 
 	result = bms_is_member(ATT_VALUE - FirstLowInvalidHeapAttributeNumber, keys) ||
-		bms_is_member(ATT_TS - FirstLowInvalidHeapAttributeNumber, keys);
+		bms_is_member(ATT_TS - FirstLowInvalidHeapAttributeNumber, keys) ||
+		bms_is_member(ATT_PREV - FirstLowInvalidHeapAttributeNumber, keys);
 	bms_free(keys);
 	return result;
 }
@@ -168,7 +181,8 @@ rl_direct_update_locks_key(Oid relid)
  *   would lock FOR UPDATE rather than FOR NO KEY UPDATE, which is what the
  *   one-touch write and rl_direct_lock hold.
  * Inheritance children are ignored on both paths (the SQL statements say
- * ONLY).  NOT NULL constraints hold, since the direct path writes no NULL; unique
+ * ONLY).  NOT NULL constraints hold, since the direct path writes no NULL
+ * but in prev, and is not used when prev has one; unique
  * and exclusion constraints on other indexes are checked when index
  * entries are made; publications are checked before the update
  * (CheckCmdReplicaIdentity), as ExecUpdate checks them.
@@ -191,14 +205,16 @@ open_usable_primary_key(Relation rel)
 		rel->rd_rules != NULL ||
 		(desc->constr != NULL &&
 		 (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
-		desc->natts != NATTS || updates_key_columns(rel))
+		(desc->natts != NATTS && desc->natts != NATTS - 1) ||
+		updates_key_columns(rel))
 		return NULL;
-	for (int i = 0; i < NATTS; i++)
+	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
 		if (att->attisdropped || att->atttypid != column_types[i] ||
-			att->attcollation != column_collations[i])
+			att->attcollation != column_collations[i] ||
+			(i == ATT_PREV - 1 && att->attnotnull))
 			return NULL;
 	}
 
@@ -365,18 +381,23 @@ hint_set(Relation rel, uint64 hash, ItemPointer tid)
 	hint->tid = *tid;
 }
 
-/* The two numbers of the row in slot. */
+/* The numbers of the row in slot; prev NaN for NULL or no column. */
 static void
 slot_state(TupleTableSlot *slot, RlState *state, bool *complete)
 {
 	bool		null_value;
 	bool		null_ts;
+	bool		null_prev = true;
 	Datum		value = slot_getattr(slot, ATT_VALUE, &null_value);
 	Datum		ts = slot_getattr(slot, ATT_TS, &null_ts);
+	Datum		prev = 0;
 
+	if (HAS_PREV(slot->tts_tupleDescriptor))
+		prev = slot_getattr(slot, ATT_PREV, &null_prev);
 	*complete = !null_value && !null_ts;
 	state->value = null_value ? 0 : DatumGetFloat8(value);
 	state->ts = null_ts ? 0 : DatumGetTimestampTz(ts);
+	state->prev = null_prev ? NAN : DatumGetFloat8(prev);
 }
 
 static void
@@ -751,7 +772,10 @@ tuple_hash(Relation rel, HeapTuple tuple)
 					DatumGetInt16(heap_getattr(tuple, 3, desc, &isnull)));
 }
 
-/* A copy of old with state in place of its two numbers. */
+/*
+ * A copy of old with state in place of its numbers; prev NULL for NaN, as
+ * the UPDATE writes it.
+ */
 static HeapTuple
 modified_version(Relation rel, HeapTuple old, const RlState *state)
 {
@@ -762,6 +786,13 @@ modified_version(Relation rel, HeapTuple old, const RlState *state)
 	values[ATT_VALUE - 1] = Float8GetDatum(state->value);
 	values[ATT_TS - 1] = TimestampTzGetDatum(state->ts);
 	replace[ATT_VALUE - 1] = replace[ATT_TS - 1] = true;
+	if (HAS_PREV(RelationGetDescr(rel)))
+	{
+		nulls[ATT_PREV - 1] = isnan(state->prev);
+		values[ATT_PREV - 1] = nulls[ATT_PREV - 1] ? 0 :
+			Float8GetDatum(state->prev);
+		replace[ATT_PREV - 1] = true;
+	}
 	return heap_modify_tuple(old, RelationGetDescr(rel), values, nulls, replace);
 }
 
@@ -1120,7 +1151,13 @@ rl_direct_insert(Oid relid, text *name, text *key, int16 shard,
 	slot->tts_values[2] = Int16GetDatum(shard);
 	slot->tts_values[ATT_VALUE - 1] = Float8GetDatum(state->value);
 	slot->tts_values[ATT_TS - 1] = TimestampTzGetDatum(state->ts);
-	memset(slot->tts_isnull, false, NATTS * sizeof(bool));
+	memset(slot->tts_isnull, false, RelationGetDescr(rel)->natts * sizeof(bool));
+	if (HAS_PREV(RelationGetDescr(rel)))
+	{
+		slot->tts_isnull[ATT_PREV - 1] = isnan(state->prev);
+		slot->tts_values[ATT_PREV - 1] = slot->tts_isnull[ATT_PREV - 1] ? 0 :
+			Float8GetDatum(state->prev);
+	}
 	ExecStoreVirtualTuple(slot);
 	ExecMaterializeSlot(slot);
 	slot->tts_tableOid = RelationGetRelid(rel);

@@ -13,6 +13,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/htup_details.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -83,6 +85,7 @@ PG_FUNCTION_INFO_V1(rl_override);
 PG_FUNCTION_INFO_V1(rl_unoverride);
 PG_FUNCTION_INFO_V1(rl_token_bucket);
 PG_FUNCTION_INFO_V1(rl_fixed_window);
+PG_FUNCTION_INFO_V1(rl_sliding_window);
 PG_FUNCTION_INFO_V1(rl_limit);
 PG_FUNCTION_INFO_V1(rl_check);
 PG_FUNCTION_INFO_V1(rl_value);
@@ -879,6 +882,8 @@ rl_status_row(PG_FUNCTION_ARGS)
 					  &policy);
 	stored.value = PG_GETARG_FLOAT8(3);
 	stored.ts = PG_GETARG_TIMESTAMPTZ(4);
+	/* the sliding window's prev, from 1.3 on; NaN (the view's NULL) for none */
+	stored.prev = PG_NARGS() > 5 ? PG_GETARG_FLOAT8(5) : NAN;
 	nulls[3] = !rl_row_now(&target, stored, &current, &reset_after, &idle);
 
 	values[0] = Float8GetDatum(current.value);
@@ -931,7 +936,9 @@ rl_inline_policy(PG_FUNCTION_ARGS)
 /*
  * An rl_policy value from a constructor's arguments: args[0..4] are rate,
  * period, capacity, max_reserved, shards; then start (fixed window only),
- * storage, and time_zone (fixed window only).
+ * storage, and time_zone (fixed window only).  A sliding window takes
+ * rate, period, start and storage (its capacity is its rate; it has no
+ * reservations, shards or time zone).
  */
 static Datum
 policy_datum(FunctionCallInfo fcinfo, RlKind kind)
@@ -946,11 +953,15 @@ policy_datum(FunctionCallInfo fcinfo, RlKind kind)
 	nulls[RL_POLICY_KIND] = false;
 	for (int col = RL_POLICY_RATE; col < RL_POLICY_NATTS; col++)
 	{
-		if ((col == RL_POLICY_START || col == RL_POLICY_TIME_ZONE) &&
-			kind != RL_FIXED_WINDOW)
+		if (((col == RL_POLICY_START || col == RL_POLICY_TIME_ZONE) &&
+			 kind == RL_TOKEN_BUCKET) ||
+			(kind == RL_SLIDING_WINDOW &&
+			 (col == RL_POLICY_CAPACITY || col == RL_POLICY_MAX_RESERVED ||
+			  col == RL_POLICY_SHARDS || col == RL_POLICY_TIME_ZONE)))
 		{
-			nulls[col] = true;
-			values[col] = (Datum) 0;
+			/* one shard; every other column left out is NULL */
+			nulls[col] = col != RL_POLICY_SHARDS;
+			values[col] = nulls[col] ? (Datum) 0 : Int32GetDatum(1);
 			continue;
 		}
 		nulls[col] = argno >= PG_NARGS() || PG_ARGISNULL(argno);
@@ -977,6 +988,13 @@ Datum
 rl_fixed_window(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_DATUM(policy_datum(fcinfo, RL_FIXED_WINDOW));
+}
+
+/* rl_sliding_window(rate, period, start, storage). */
+Datum
+rl_sliding_window(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_DATUM(policy_datum(fcinfo, RL_SLIDING_WINDOW));
 }
 
 /* Argument positions of the concurrency functions. */

@@ -146,7 +146,8 @@ inline_row_name(text *name, const RlPolicy *p)
 	initStringInfo(&buf);
 	appendBinaryStringInfo(&buf, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
 	appendStringInfoChar(&buf, RL_INLINE_SEPARATOR);
-	appendStringInfoChar(&buf, p->kind == RL_FIXED_WINDOW ? 'f' : 't');
+	appendStringInfoChar(&buf, p->kind == RL_FIXED_WINDOW ? 'f' :
+						 p->kind == RL_SLIDING_WINDOW ? 's' : 't');
 	append_amount(&buf, p->rate);
 	appendStringInfo(&buf, "/" INT64_FORMAT, p->period);
 	append_amount(&buf, p->capacity);
@@ -223,6 +224,8 @@ rl_inline_row(text *stored, RlPolicy *policy)
 		policy->kind = RL_TOKEN_BUCKET;
 	else if (strcmp(field[0], "f") == 0)
 		policy->kind = RL_FIXED_WINDOW;
+	else if (strcmp(field[0], "s") == 0)
+		policy->kind = RL_SLIDING_WINDOW;
 	else
 		return false;
 	policy->has_max_reserved = strcmp(field[4], "-") != 0;
@@ -442,6 +445,11 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 
 	if (problem == NULL)
 		return;
+	if (reserve && p->kind == RL_SLIDING_WINDOW)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem),
+				 errdetail("A call counts in the window it is made in; a reservation would count in one not yet begun.")));
 	if (p->shards > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1656,7 +1664,11 @@ hold_chosen_rows(const RlTarget *target, double count, const ShardsRead *read,
 	hold_rows(target, count, read->pair, held);
 }
 
-/* A limit's tokens brought forward to now: the sum over its shards. */
+/*
+ * A limit's tokens brought forward to now: the sum over its shards.  For a
+ * sliding window, what a call could take now (rl_available), counted in
+ * the window that starts at ts.
+ */
 RlState
 rl_current(const RlTarget *target)
 {
@@ -1669,14 +1681,19 @@ rl_current(const RlTarget *target)
 
 	if (target->policy.store == RL_STORE_MEMORY)
 	{
-		total = rl_refill(&policy, target->origin, read_memory(target, now),
-						  now);
+		RlState		stored = read_memory(target, now);
+
+		total = rl_refill(&policy, target->origin, stored, now);
+		total.value = rl_available(&policy, target->origin, stored, now);
 		check_state_time(&total, now);
 		return total;
 	}
 	rl_storage_read_shards(target->name, target->key, nshards, states, found);
 	if (nshards == 1 && found[0])
+	{
 		total = rl_refill(&policy, target->origin, states[0], now);
+		total.value = rl_available(&policy, target->origin, states[0], now);
+	}
 	else
 	{
 		check_answered(rl_initial_state(&policy, target->origin, now, &total),
@@ -1717,6 +1734,7 @@ rl_row_now(const RlTarget *target, RlState stored, RlState *current,
 	RlStatus	status;
 
 	*current = rl_refill(&policy, target->origin, stored, now);
+	current->value = rl_available(&policy, target->origin, stored, now);
 	*idle = rl_state_is_idle(&policy, target->origin, stored, now);
 	status = rl_decide(&policy, target->origin, &stored, now, 0, false, &d);
 	*reset_after = d.reset_after;

@@ -233,7 +233,7 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid rate limit kind \"%s\"", kind),
-				 errhint("The kind is \"token bucket\" or \"fixed window\".")));
+				 errhint("The kind is \"token bucket\", \"fixed window\" or \"sliding window\".")));
 	if (RL_KIND_IS_CONCURRENCY(policy->kind))
 	{
 		concurrency_from_values(values, nulls, policy);

@@ -114,10 +114,14 @@ typedef struct RlPlanSpec
 #define OVERRIDDEN \
 	"EXISTS (SELECT FROM ONLY %s.rl_overrides o WHERE o.name" EQ "$1)"
 #define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
+/*
+ * Every read of state rows selects prev (the sliding window's third
+ * number, from 1.3 on) as its last column, which table_state reads.
+ */
 /* a read of one state row that locks it: strength is the FOR clause */
 #define LOCKING_READ(strength) \
 	{ \
-		"SELECT value, ts, ctid FROM ONLY %s.rate_limits WHERE " ROW_MATCH \
+		"SELECT value, ts, ctid, prev FROM ONLY %s.rate_limits WHERE " ROW_MATCH \
 		" " strength, \
 		3, {TEXTOID, TEXTOID, INT2OID} \
 	}
@@ -152,7 +156,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		1, {TEXTOID}
 	},
 	[PLAN_READ] = {
-		"SELECT value, ts FROM ONLY %s.rate_limits WHERE " ROW_MATCH,
+		"SELECT value, ts, prev FROM ONLY %s.rate_limits WHERE " ROW_MATCH,
 		3, {TEXTOID, TEXTOID, INT2OID}
 	},
 	/* the lock the UPDATE that follows takes: its key columns stay */
@@ -165,21 +169,21 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_LOCK_KEY] = LOCKING_READ("FOR UPDATE"),
 	[PLAN_LOCK_KEY_SKIP] = LOCKING_READ("FOR UPDATE SKIP LOCKED"),
 	[PLAN_READ_SHARDS] = {
-		"SELECT value, ts, shard FROM ONLY %s.rate_limits"
+		"SELECT value, ts, shard, prev FROM ONLY %s.rate_limits"
 		" WHERE name" EQ "$1 AND key" EQ "$2",
 		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_INSERT] = {
-		"INSERT INTO %s.rate_limits (name, key, shard, value, ts)"
-		" VALUES ($1, $2, $3, $4, $5)"
+		"INSERT INTO %s.rate_limits (name, key, shard, value, ts, prev)"
+		" VALUES ($1, $2, $3, $4, $5, $6)"
 		" ON CONFLICT (name COLLATE pg_catalog.\"C\" pg_catalog.text_ops,"
 		" key COLLATE pg_catalog.\"C\" pg_catalog.text_ops, shard) DO NOTHING",
-		5, {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID}
+		6, {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID, FLOAT8OID}
 	},
 	[PLAN_UPDATE] = {
-		"UPDATE ONLY %s.rate_limits SET value = $1, ts = $2"
+		"UPDATE ONLY %s.rate_limits SET value = $1, ts = $2, prev = $4"
 		" WHERE ctid" EQ "$3",
-		3, {FLOAT8OID, TIMESTAMPTZOID, TIDOID}
+		4, {FLOAT8OID, TIMESTAMPTZOID, TIDOID, FLOAT8OID}
 	},
 	[PLAN_DELETE_KEY] = {
 		"DELETE FROM ONLY %s.rate_limits WHERE key" EQ "$2 AND (name" EQ "$1"
@@ -195,11 +199,11 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"DELETE FROM ONLY %s.rate_limits WHERE ctid" EQ "$1",
 		1, {TIDOID}
 	},
-	/* columns 1-2 as in PLAN_READ, so result_state reads them */
+	/* columns 1-2 and the last as in PLAN_READ, so result_state reads them */
 	[PLAN_SCAN] = {
 		"SELECT s.value, s.ts, s.name, s.key, s.shard,"
 		" d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,"
-		" d.start, d.storage, d.time_zone"
+		" d.start, d.storage, d.time_zone, s.prev"
 		" FROM ONLY %s.rate_limits s LEFT JOIN ONLY %s.rl_definitions d"
 		" ON d.name" EQ "s.name"
 		" WHERE d.name IS NOT NULL"
@@ -315,9 +319,10 @@ replace_once(StringInfo sql, const char *from, const char *to)
 
 /*
  * Prepare and keep plan i, for the schema spelled quoted; without the
- * storage column (1.0 to 1.2, which have no time_zone either), every
- * definition reads as storage 'table' with no time zone and is written
- * without them.
+ * storage column (1.0 to 1.2, which have no time_zone either, and no
+ * rate_limits.prev), every definition reads as storage 'table' with no
+ * time zone and is written without them, and every state row as one with
+ * no prev.
  */
 static void
 prepare_plan(int i, const char *quoted, bool storage)
@@ -343,6 +348,12 @@ prepare_plan(int i, const char *quoted, bool storage)
 		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12)", ", $8)");
 		replace_once(&sql, ", storage = excluded.storage, time_zone = excluded.time_zone,"
 					 " shadow = excluded.shadow, block_for = excluded.block_for", "");
+		/* nor rate_limits.prev: read as NULL, never written */
+		replace_once(&sql, ", prev FROM", ", NULL::pg_catalog.float8 FROM");
+		replace_once(&sql, ", s.prev FROM", ", NULL::pg_catalog.float8 FROM");
+		replace_once(&sql, ", ts, prev) VALUES ($1, $2, $3, $4, $5, $6)",
+					 ", ts) VALUES ($1, $2, $3, $4, $5)");
+		replace_once(&sql, ", prev = $4 WHERE", " WHERE");
 	}
 	plan = SPI_prepare(sql.data, plan_specs[i].nargs,
 					   (Oid *) plan_specs[i].argtypes);
@@ -554,24 +565,30 @@ check_state(const RlState *state, bool complete)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("rate limit state row has a NULL value or ts")));
 	if (isnan(state->value) || isinf(state->value) ||
-		TIMESTAMP_NOT_FINITE(state->ts))
+		TIMESTAMP_NOT_FINITE(state->ts) || isinf(state->prev))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("rate limit state row holds a non-finite value or ts")));
 }
 
-/* The two numbers of a row of a result, checked. */
+/*
+ * The numbers of a row of a result, checked: value and ts in columns 1
+ * and 2, prev in the last (NaN for NULL).
+ */
 static void
 table_state(SPITupleTable *table, uint64 row, RlState *state)
 {
 	Datum		value;
 	Datum		ts;
+	Datum		prev;
 	bool		complete;
 
 	complete = table_column(table, row, 1, &value) &&
 		table_column(table, row, 2, &ts);
 	state->value = complete ? DatumGetFloat8(value) : 0;
 	state->ts = complete ? DatumGetTimestampTz(ts) : 0;
+	state->prev = table_column(table, row, table->tupdesc->natts, &prev) ?
+		DatumGetFloat8(prev) : NAN;
 	check_state(state, complete);
 }
 
@@ -994,7 +1011,8 @@ rl_storage_read_shards(text *name, text *key, int nshards, RlState *states,
 bool
 rl_storage_insert(const RlRowKey *row, const RlState *state)
 {
-	Datum		args[5];
+	Datum		args[6];
+	char		nulls[6] = "     ";
 
 	switch (rl_direct_insert(state_relid(), row->name, row->key, row->shard,
 							 state))
@@ -1009,7 +1027,9 @@ rl_storage_insert(const RlRowKey *row, const RlState *state)
 	row_args(row, args);
 	args[3] = Float8GetDatum(state->value);
 	args[4] = TimestampTzGetDatum(state->ts);
-	run_plan(PLAN_INSERT, args, NULL, false, SPI_OK_INSERT);
+	args[5] = Float8GetDatum(state->prev);
+	nulls[5] = isnan(state->prev) ? 'n' : ' ';
+	run_plan(PLAN_INSERT, args, nulls, false, SPI_OK_INSERT);
 	return SPI_processed == 1;
 }
 
@@ -1017,14 +1037,17 @@ rl_storage_insert(const RlRowKey *row, const RlState *state)
 void
 rl_storage_update(ItemPointer tid, const RlState *state)
 {
-	Datum		args[3];
+	Datum		args[4];
+	char		nulls[4] = "   ";
 
 	if (rl_direct_update(state_relid(), tid, state))
 		return;
 	args[0] = Float8GetDatum(state->value);
 	args[1] = TimestampTzGetDatum(state->ts);
 	args[2] = PointerGetDatum(tid);
-	run_plan(PLAN_UPDATE, args, NULL, false, SPI_OK_UPDATE);
+	args[3] = Float8GetDatum(state->prev);
+	nulls[3] = isnan(state->prev) ? 'n' : ' ';
+	run_plan(PLAN_UPDATE, args, nulls, false, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		elog(ERROR, "locked rate limit row vanished before its update");
 }
