@@ -98,6 +98,7 @@ SELECT rl_define('sw', 'fixed window', 6, '1 minute', start => '2026-01-01 00:00
 SELECT ok FROM rl_limit('sw', 'k');
 SELECT value, ts, prev FROM rate_limits WHERE name = 'sw' AND key = 'k';
 
+SELECT rl_reset('swm', k) FROM unnest(ARRAY['k', 'b']) k;
 SELECT rl_undefine(n) FROM unnest(ARRAY['sw', 'swm', 'swb', 'swh', 'tb']) n;
 DELETE FROM rate_limits;
 SELECT rl_reset('inlm', 'k');
