@@ -75,6 +75,17 @@ SELECT name, key, value, ts FROM rate_limits ORDER BY key;
 SET ratelimit.now_override = '2026-07-01 00:00:05+00';
 SELECT ok, remaining FROM rl_limit('up', 'kept', 4);
 SELECT key, value, idle FROM rl_status ORDER BY key;
+-- rows written before the column prev existed, and since, have none
+SELECT key, prev IS NULL AS no_prev, stored_prev IS NULL AS status_no_prev
+FROM rate_limits JOIN rl_status USING (key) ORDER BY key;
+-- a sliding window on the upgraded install stores its third number
+SELECT rl_define('up_slide', 'sliding window', 3, '1 minute', start => '2026-07-01 00:00:00+00');
+SELECT ok, remaining FROM rl_limit('up_slide', 'k', 2);
+SET ratelimit.now_override = '2026-07-01 00:01:30+00';
+SELECT ok, remaining FROM rl_limit('up_slide', 'k', 2);
+SELECT value, ts, prev FROM rate_limits WHERE name = 'up_slide';
+SELECT rl_undefine('up_slide');
+SET ratelimit.now_override = '2026-07-01 00:00:05+00';
 SELECT rl_gc();
 
 CREATE TEMP TABLE upgraded AS SELECT * FROM extension_catalog;

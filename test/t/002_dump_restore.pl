@@ -27,17 +27,25 @@ $node->safe_psql('source', q{
 	SELECT rl_limit('daily', 'bob', 999);
 	SELECT rl_limit('global', NULL, 20);
 	SELECT rl_limit('inline', 'k', 1, config => rl_token_bucket(1, '1 hour'));
+	-- a sliding window whose row holds the previous window's count (prev)
+	SELECT rl_define('slide', 'sliding window', 6, '1 minute', start => '2026-01-01 00:00:00+00');
+	SET ratelimit.now_override = '2026-01-31 23:59:30+00';
+	SELECT rl_limit('slide', 'carol', 4);
+	RESET ratelimit.now_override;
+	SELECT rl_limit('slide', 'carol', 1);
 });
 
 my $definitions = q{SELECT string_agg(d::text, ' ' ORDER BY name) FROM rl_definitions d};
-my $state = q{SELECT string_agg(format('%s/%s/%s=%s@%s', name, key, shard, value, ts), ' '
-	ORDER BY name, key, shard) FROM rate_limits};
+my $state = q{SELECT string_agg(format('%s/%s/%s=%s@%s prev %s', name, key, shard, value, ts,
+	coalesce(prev::text, 'NULL')), ' ' ORDER BY name, key, shard) FROM rate_limits};
 my $answers = q{SELECT string_agg(r::text, ' ' ORDER BY n) FROM (
 	SELECT 1 AS n, rl_check('msg', 'alice', 5) AS r
 	UNION ALL SELECT 2, rl_check('msg', 42, 18)
 	UNION ALL SELECT 3, rl_check('msg', NULL, 1)
 	UNION ALL SELECT 4, rl_check('daily', 'bob', 2)
 	UNION ALL SELECT 5, rl_check('inline', 'k', 1, config => rl_token_bucket(1, '1 hour'))
+	UNION ALL SELECT 6, rl_check('slide', 'carol', 1)
+	UNION ALL SELECT 7, rl_check('slide', 'carol', 2)
 ) s};
 
 my $dump = $node->basedir . '/source.dump';
@@ -59,11 +67,15 @@ my $defs = $node->safe_psql('source', $definitions);
 like($defs, qr/daily.*global.*msg/, 'the source has its three definitions');
 is($node->safe_psql('restored', $definitions), $defs, 'every definition is restored');
 my $rows = $node->safe_psql('source', $state);
-like($rows, qr/daily\/bob.*msg\/alice/, 'the source has live state');
+like($rows, qr/daily\/bob.*msg\/alice.*slide\/carol\/0=5@.* prev 4/, 'the source has live state, a sliding window\'s prev among it');
+like($rows, qr/msg\/alice\/0=[^ ]+ [^ ]+ prev NULL/, 'and no prev for the other kinds');
 is($node->safe_psql('restored', $state), $rows,
 	'the live state is restored row for row: nobody gets a fresh bucket');
 is($node->safe_psql('restored', $answers), $node->safe_psql('source', $answers),
 	'the restored limiter answers exactly as the original');
+# 6 - 1 - 4 (the whole previous window still counts at its end): 1 left
+is($node->safe_psql('restored', "SELECT ok FROM rl_check('slide', 'carol', 2)"),
+	'f', 'the restored sliding window still counts the previous window');
 
 # the restored copy is a working limiter, not a snapshot
 is($node->safe_psql('restored', "SELECT ok, remaining FROM rl_limit('msg', 'alice', 2)"),
