@@ -62,6 +62,7 @@
  */
 #include "postgres.h"
 
+#include <math.h>
 #include <sys/stat.h>
 
 #include "access/xact.h"
@@ -111,8 +112,15 @@ typedef struct MemEntry
 	Oid			space;
 	RlState		committed;
 	double		pending;		/* taken by transactions in progress */
-	int64		idle_at;		/* no holders: droppable from then on */
-	uint64		judged;			/* the epoch idle_at was computed in */
+	/*
+	 * With no holders: droppable from idle_at on, judged in that epoch.
+	 * While held (neither is read then): idle_at is the latest time a holder
+	 * changed it (a take's call time, a commit), judged a bound on how long
+	 * the state less pending, never refilled, takes to be idle (hold_note),
+	 * for an immediate shutdown that saves it held.
+	 */
+	int64		idle_at;
+	uint64		judged;
 	bool		is_inline;		/* an inline policy: it never changes */
 	bool		untouched;		/* committed is still a missing key's */
 } MemEntry;
@@ -440,25 +448,36 @@ memory_shmem_shutdown(int code, Datum arg)
 				0 : PG_UINT64_MAX;
 
 			/*
-			 * Takes of transactions an immediate shutdown cut off are kept,
-			 * taken now: the store cannot tell one whose commit record is
-			 * already flushed (recovery keeps it; it may be waiting for a
-			 * synchronous standby) from one recovery aborts, and losing a
-			 * committed take would let its tokens be granted twice.  Taken
-			 * from the state as it was, never refilled, at the later of
-			 * its time and now: never more tokens than the real take would
-			 * leave.  Judged in no epoch, so only a call or rl_gc under the
-			 * policy then in force may drop it.
+			 * Entries still held: only an immediate shutdown leaves them.
+			 * Takes of transactions it cut off are kept, taken now: the
+			 * store cannot tell one whose commit record is already flushed
+			 * (recovery keeps it; it may be waiting for a synchronous
+			 * standby) from one recovery aborts, and losing a committed take
+			 * would let its tokens be granted twice.  Taken from the state as
+			 * it was, never refilled, at the latest of its time, now and the
+			 * last take's (a clock ahead of this one, or stepped back): never
+			 * more tokens than the real take would leave.  Its idle_at,
+			 * computed before those takes (or other commits while it was
+			 * held), is replaced by the bound hold_note kept; judged in no
+			 * epoch, so a defined limit's entry waits for a call or rl_gc
+			 * under the policy then in force.
 			 */
-			if (saved.pending > 0)
+			if (saved.holders > 0)
 			{
-				TimestampTz now = GetCurrentTimestamp();
+				TimestampTz latest = saved.idle_at;
+				int64		bound = (int64) entries[i].judged;
 
-				saved.committed.value -= saved.pending;
-				if (now > saved.committed.ts)
-					saved.committed.ts = now;
+				if (saved.pending > 0)
+				{
+					TimestampTz now = GetCurrentTimestamp();
+
+					saved.committed.value -= saved.pending;
+					saved.committed.ts = Max(saved.committed.ts, Max(now, latest));
+					saved.untouched = false;
+				}
+				saved.idle_at = bound >= MEM_NEVER - Max(saved.committed.ts, 0) ?
+					MEM_NEVER : saved.committed.ts + bound;
 				saved.judged = PG_UINT64_MAX;
-				saved.untouched = false;
 			}
 			saved.pending = 0;
 			saved.holders = 0;
@@ -1007,6 +1026,53 @@ raise_full(MemShared *s)
 }
 
 /*
+ * How long a state of this value, counted from its ts and left alone,
+ * takes to be idle under policy, at most: a token bucket refills the
+ * deficit at its rate; a fixed window needs that many windows, and one
+ * more for the phase (ts may be any time in its window).  MEM_NEVER when
+ * that is not a time.
+ */
+static int64
+refill_bound(const RlPolicy *policy, double value)
+{
+	double		deficit = policy->capacity - value;
+	double		d;
+
+	if (!(policy->rate > 0) || policy->period <= 0)
+		return MEM_NEVER;
+	if (deficit <= 0)
+		deficit = 0;
+	if (policy->kind == RL_TOKEN_BUCKET)
+		d = ceil(deficit * (double) policy->period / policy->rate);
+	else
+		d = (ceil(deficit / policy->rate) + 1) * (double) policy->period;
+	if (!(d < (double) (MEM_NEVER / 4)))
+		return MEM_NEVER;
+	return (int64) d;
+}
+
+/*
+ * A held entry changed at at under policy (its partition held): what an
+ * immediate shutdown that saves it held needs (memory_shmem_shutdown),
+ * kept in idle_at and judged, which nothing reads while it is held.
+ * first: the entry was not held until now.
+ */
+static void
+hold_note(MemEntry *e, const RlPolicy *policy, TimestampTz at, bool first)
+{
+	int64		bound = refill_bound(policy, e->committed.value - e->pending);
+
+	if (first)
+	{
+		e->idle_at = at;
+		e->judged = (uint64) bound;
+		return;
+	}
+	e->idle_at = Max(e->idle_at, at);
+	e->judged = Max(e->judged, (uint64) bound);
+}
+
+/*
  * The entry of a key, made (in the state of a key with none) when there is
  * none; its partition held.  Pinned: one more holder.
  */
@@ -1039,6 +1105,7 @@ entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
 		e->next = store_buckets(s)[k->bucket];
 		store_buckets(s)[k->bucket] = i;
 	}
+	hold_note(e, policy, now, e->holders == 0);
 	e->holders++;
 	return e;
 }
@@ -1083,6 +1150,7 @@ rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
 	(void) next_change();
 	e = entry_pin(s, k, policy, origin, now);
 	e->pending += count;
+	hold_note(e, policy, now, false);
 	add_change(CHANGE_TAKE, k, policy, origin, now, count, 0, epoch);
 }
 
@@ -1175,7 +1243,10 @@ set_idle_at(MemEntry *e, const MemChange *c, TimestampTz now)
 	int64		at;
 
 	if (e->holders > 0)
+	{
+		hold_note(e, &c->policy, now, false);
 		return;
+	}
 	e->pending = 0;
 	e->idle_at = rl_idle_at(&c->policy, c->origin, e->committed, now, &at) ?
 		at : MEM_NEVER;
@@ -1381,7 +1452,8 @@ finish_names(void)
 				 * its trigger disabled, bumps no epoch there until a lookup
 				 * notices).
 				 */
-				if (refresh && !named && e->judged == barrier_epoch - 1 &&
+				if (refresh && !named && e->holders == 0 &&
+					e->judged == barrier_epoch - 1 &&
 					e->dbid == MyDatabaseId && e->space == space)
 					e->judged = barrier_epoch + 1;
 				at = &e->next;
