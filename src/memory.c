@@ -1282,8 +1282,12 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 	switch (c->kind)
 	{
 		case CHANGE_TAKE:
-			e->pending -= c->amount;
-			e->holders--;
+			/*
+			 * The take enters the committed state before it leaves the
+			 * pending amount: a backend killed in between (an immediate
+			 * shutdown) leaves it counted twice in the state file, never
+			 * lost.
+			 */
 			if (commit)
 			{
 				e->committed = rl_commit_take(&c->policy, c->origin,
@@ -1291,6 +1295,9 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 											  c->amount);
 				e->untouched = false;
 			}
+			pg_compiler_barrier();
+			e->pending -= c->amount;
+			e->holders--;
 			break;
 		case CHANGE_REFUND:
 			e->holders--;
