@@ -123,6 +123,7 @@ typedef struct MemEntry
 	uint64		judged;
 	bool		is_inline;		/* an inline policy: it never changes */
 	bool		untouched;		/* committed is still a missing key's */
+	bool		block_held;		/* while held: a holder queued a block */
 } MemEntry;
 
 /*
@@ -467,7 +468,7 @@ memory_shmem_shutdown(int code, Datum arg)
 				TimestampTz latest = saved.idle_at;
 				int64		bound = (int64) entries[i].judged;
 
-				if (saved.pending > 0)
+				if (saved.pending > 0 || saved.block_held)
 				{
 					TimestampTz now = GetCurrentTimestamp();
 
@@ -475,12 +476,21 @@ memory_shmem_shutdown(int code, Datum arg)
 					saved.committed.ts = Max(saved.committed.ts, Max(now, latest));
 					saved.untouched = false;
 				}
+
+				/*
+				 * A block queued by a cut-off transaction is kept too, for
+				 * the same reason: nothing until the latest time hold_note
+				 * kept, which is at least the block's, and from empty then.
+				 */
+				if (saved.block_held)
+					saved.committed.value = fmin(saved.committed.value, 0);
 				saved.idle_at = bound >= MEM_NEVER - Max(saved.committed.ts, 0) ?
 					MEM_NEVER : saved.committed.ts + bound;
 				saved.judged = PG_UINT64_MAX;
 			}
 			saved.pending = 0;
 			saved.holders = 0;
+			saved.block_held = false;
 			if (fwrite(&saved, sizeof(MemEntry), 1, file) != 1)
 				goto error;
 		}
@@ -1097,6 +1107,7 @@ entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
 		e->space = k->space;
 		e->is_inline = k->is_inline;
 		e->untouched = true;
+		e->block_held = false;
 		e->committed = fresh;
 		e->pending = 0;
 		e->holders = 0;
@@ -1167,6 +1178,9 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	(void) next_change();
 	if (kind != CHANGE_RESET)
 	{
+		MemEntry   *e;
+		RlState		blocked;
+
 		/* the entry is there to change at commit, where nothing may fail */
 		rl_memory_lock(k, 1);
 		if (kind == CHANGE_REFUND &&
@@ -1176,7 +1190,22 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 			rl_memory_unlock();
 			return;
 		}
-		entry_pin(s, k, policy, origin, rl_clock_now());
+		e = entry_pin(s, k, policy, origin, rl_clock_now());
+
+		/*
+		 * A block: what it would store, for an immediate shutdown that
+		 * saves the entry still held (memory_shmem_shutdown).
+		 */
+		if (kind == CHANGE_BLOCK &&
+			rl_block_state(policy, origin, &e->committed, rl_clock_now(),
+						   duration, &blocked) == RL_DECIDED)
+		{
+			e->block_held = true;
+			blocked.value = fmin(blocked.value, e->committed.value - e->pending);
+			hold_note(e, policy, blocked.ts, false);
+			e->judged = Max(e->judged,
+							(uint64) refill_bound(policy, blocked.value));
+		}
 		rl_memory_unlock();
 	}
 	add_change(kind, k, policy, origin, rl_clock_now(), amount, duration,
@@ -1248,6 +1277,7 @@ set_idle_at(MemEntry *e, const MemChange *c, TimestampTz now)
 		return;
 	}
 	e->pending = 0;
+	e->block_held = false;
 	e->idle_at = rl_idle_at(&c->policy, c->origin, e->committed, now, &at) ?
 		at : MEM_NEVER;
 	/*

@@ -94,18 +94,23 @@ $node->safe_psql('postgres', "SELECT rl_limit('m', 'part')");
 my $open = $node->background_psql('postgres');
 $open->query_safe('BEGIN');
 $open->query_safe("SELECT rl_limit('m', 'open', 3)");
+$open->query_safe("SELECT rl_block('m', 'blocked', '1 hour')");
 $node->stop('immediate');
 $open->{run}->kill_kill;
 ok(-e $state_file, 'an immediate shutdown writes the state file');
 $node->start;
 is(value('part'), '5', 'after an immediate shutdown a key keeps its exact value');
 is(value('drained'), '0', 'after an immediate shutdown a drained key stays drained');
+# and its block, queued for commit, is kept as well: nothing for the hour
+is(value('blocked') . ' ' .
+	$node->safe_psql('postgres', "SELECT ok FROM rl_limit('m', 'blocked')"),
+	'0 f', 'an open transaction\'s block is kept after an immediate shutdown');
 is(value('open'), '7',
 	'an open transaction\'s take is kept after an immediate shutdown');
 # judged again by the next cleanup under the policy in force: not idle
 is($node->safe_psql('postgres',
 		"SELECT rl_gc_memory(); SELECT memory_keys FROM rl_stats_info"),
-	"0\n3", 'the cut-off take\'s entry is kept by rl_gc_memory, as the others');
+	"0\n4", 'the cut-off take\'s and block\'s entries are kept by rl_gc_memory, as the others');
 
 # Cut off by an immediate shutdown, a take is kept at the time it was
 # taken when that is later than the shutdown (a clock ahead): 10 taken at
