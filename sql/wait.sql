@@ -80,6 +80,19 @@ RESET lock_timeout;
 SELECT * FROM dblink_get_result('waiter') AS r(ok boolean);
 SELECT dblink_disconnect('waiter');
 
+-- a memory limit tightened while a call sleeps: the call decides under the
+-- definition in force when it wakes (it granted under the one it read
+-- before sleeping: over-admission)
+SELECT rl_define('w_tight', 'token bucket', 1, '1 second', storage => 'memory');
+SELECT ok FROM rl_limit('w_tight', 'k');
+SELECT dblink_connect('waiter', 'dbname=' || current_database());
+SELECT dblink_send_query('waiter',
+	$$SELECT ok FROM rl_limit('w_tight', 'k', wait => '5 seconds')$$);
+SELECT pg_sleep(0.3);
+SELECT rl_define('w_tight', 'token bucket', 1, '1 hour', storage => 'memory');
+SELECT * FROM dblink_get_result('waiter') AS r(ok boolean);
+SELECT dblink_disconnect('waiter');
+
 -- lock_timeout bounds the wait: a retry_after past it returns at once
 SELECT ok FROM rl_limit('w_t', 'lt');
 SET lock_timeout = '20ms';

@@ -201,6 +201,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	bool		defined;
 	uint64		seen;
 	Oid			relid;
+	Oid			overrides_relid;
 
 	Assert(len <= RL_MAX_NAME_BYTES);
 	memset(key, 0, sizeof(key));
@@ -227,6 +228,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 		cache_overrides_relid = rl_storage_overrides_relid();
 	}
 	relid = cache_relid;		/* an invalidation during the read resets it */
+	overrides_relid = cache_overrides_relid;
 	seen = generation;
 	defined = rl_storage_get_definition(name, policy);
 	if (generation != seen)
@@ -235,7 +237,15 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 		last_tracked = false;
 		return defined;
 	}
-	last_tracked = changes_reach_us(relid, "rl_definitions_row_changed");
+	/*
+	 * The definition carries whether the name has overrides, read from
+	 * rl_overrides: it is cached only while the changes to both tables
+	 * reach us, or a hand edit of rl_overrides made with its triggers off
+	 * would go unseen behind a cached "no overrides".
+	 */
+	last_tracked = changes_reach_us(relid, "rl_definitions_row_changed") &&
+		(!OidIsValid(overrides_relid) ||
+		 changes_reach_us(overrides_relid, "rl_overrides_row_changed"));
 	if (!last_tracked)
 	{
 		rl_memory_untracked_definitions();

@@ -436,6 +436,24 @@ recheck_definition(RlTarget *target, double count, bool reserve)
 	rl_target_check_count(target, count, reserve);
 }
 
+/*
+ * A call that slept (rl_limit's wait) before it decides: its definition
+ * read again, as consume_one does once a table limit's row is held (a
+ * memory limit holds nothing to wait for, so only this sees a change made
+ * while it slept: a lowered rate or capacity, shadow mode switched off).
+ * The epoch is read first, so that the policy is never older than it.
+ */
+void
+rl_target_recheck(RlTarget *target, double count, bool reserve)
+{
+	if (!target->defined)
+		return;
+	target->memory_epoch = rl_memory_epoch();
+	recheck_definition(target, count, reserve);
+	if (!rl_definition_tracked())
+		target->memory_epoch = PG_UINT64_MAX;
+}
+
 /* Refuse a count the limit can never grant. */
 void
 rl_target_check_count(const RlTarget *target, double count, bool reserve)

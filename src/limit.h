@@ -64,6 +64,7 @@ extern bool rl_inline_row(text *stored, RlPolicy *policy);
 extern void rl_target_require_rate(const RlTarget *target);
 extern void rl_target_for_row(RlTarget *target, text *name, text *key,
 							  const RlPolicy *policy);
+extern void rl_target_recheck(RlTarget *target, double count, bool reserve);
 extern void rl_target_check_count(const RlTarget *target, double count,
 								  bool reserve);
 

@@ -62,6 +62,7 @@
  */
 #include "postgres.h"
 
+#include <math.h>
 #include <sys/stat.h>
 
 #include "access/xact.h"
@@ -111,10 +112,18 @@ typedef struct MemEntry
 	Oid			space;
 	RlState		committed;
 	double		pending;		/* taken by transactions in progress */
-	int64		idle_at;		/* no holders: droppable from then on */
-	uint64		judged;			/* the epoch idle_at was computed in */
+	/*
+	 * With no holders: droppable from idle_at on, judged in that epoch.
+	 * While held (neither is read then): idle_at is the latest time a holder
+	 * changed it (a take's call time, a commit), judged a bound on how long
+	 * the state less pending, never refilled, takes to be idle (hold_note),
+	 * for an immediate shutdown that saves it held.
+	 */
+	int64		idle_at;
+	uint64		judged;
 	bool		is_inline;		/* an inline policy: it never changes */
 	bool		untouched;		/* committed is still a missing key's */
+	bool		block_held;		/* while held: a holder queued a block */
 } MemEntry;
 
 /*
@@ -440,28 +449,48 @@ memory_shmem_shutdown(int code, Datum arg)
 				0 : PG_UINT64_MAX;
 
 			/*
-			 * Takes of transactions an immediate shutdown cut off are kept,
-			 * taken now: the store cannot tell one whose commit record is
-			 * already flushed (recovery keeps it; it may be waiting for a
-			 * synchronous standby) from one recovery aborts, and losing a
-			 * committed take would let its tokens be granted twice.  Taken
-			 * from the state as it was, never refilled, at the later of
-			 * its time and now: never more tokens than the real take would
-			 * leave.  Judged in no epoch, so only a call or rl_gc under the
-			 * policy then in force may drop it.
+			 * Entries still held: only an immediate shutdown leaves them.
+			 * Takes of transactions it cut off are kept, taken now: the
+			 * store cannot tell one whose commit record is already flushed
+			 * (recovery keeps it; it may be waiting for a synchronous
+			 * standby) from one recovery aborts, and losing a committed take
+			 * would let its tokens be granted twice.  Taken from the state as
+			 * it was, never refilled, at the latest of its time, now and the
+			 * last take's (a clock ahead of this one, or stepped back): never
+			 * more tokens than the real take would leave.  Its idle_at,
+			 * computed before those takes (or other commits while it was
+			 * held), is replaced by the bound hold_note kept; judged in no
+			 * epoch, so a defined limit's entry waits for a call or rl_gc
+			 * under the policy then in force.
 			 */
-			if (saved.pending > 0)
+			if (saved.holders > 0)
 			{
-				TimestampTz now = GetCurrentTimestamp();
+				TimestampTz latest = saved.idle_at;
+				int64		bound = (int64) entries[i].judged;
 
-				saved.committed.value -= saved.pending;
-				if (now > saved.committed.ts)
-					saved.committed.ts = now;
+				if (saved.pending > 0 || saved.block_held)
+				{
+					TimestampTz now = GetCurrentTimestamp();
+
+					saved.committed.value -= saved.pending;
+					saved.committed.ts = Max(saved.committed.ts, Max(now, latest));
+					saved.untouched = false;
+				}
+
+				/*
+				 * A block queued by a cut-off transaction is kept too, for
+				 * the same reason: nothing until the latest time hold_note
+				 * kept, which is at least the block's, and from empty then.
+				 */
+				if (saved.block_held)
+					saved.committed.value = fmin(saved.committed.value, 0);
+				saved.idle_at = bound >= MEM_NEVER - Max(saved.committed.ts, 0) ?
+					MEM_NEVER : saved.committed.ts + bound;
 				saved.judged = PG_UINT64_MAX;
-				saved.untouched = false;
 			}
 			saved.pending = 0;
 			saved.holders = 0;
+			saved.block_held = false;
 			if (fwrite(&saved, sizeof(MemEntry), 1, file) != 1)
 				goto error;
 		}
@@ -1007,6 +1036,53 @@ raise_full(MemShared *s)
 }
 
 /*
+ * How long a state of this value, counted from its ts and left alone,
+ * takes to be idle under policy, at most: a token bucket refills the
+ * deficit at its rate; a fixed window needs that many windows, and one
+ * more for the phase (ts may be any time in its window).  MEM_NEVER when
+ * that is not a time.
+ */
+static int64
+refill_bound(const RlPolicy *policy, double value)
+{
+	double		deficit = policy->capacity - value;
+	double		d;
+
+	if (!(policy->rate > 0) || policy->period <= 0)
+		return MEM_NEVER;
+	if (deficit <= 0)
+		deficit = 0;
+	if (policy->kind == RL_TOKEN_BUCKET)
+		d = ceil(deficit * (double) policy->period / policy->rate);
+	else
+		d = (ceil(deficit / policy->rate) + 1) * (double) policy->period;
+	if (!(d < (double) (MEM_NEVER / 4)))
+		return MEM_NEVER;
+	return (int64) d;
+}
+
+/*
+ * A held entry changed at at under policy (its partition held): what an
+ * immediate shutdown that saves it held needs (memory_shmem_shutdown),
+ * kept in idle_at and judged, which nothing reads while it is held.
+ * first: the entry was not held until now.
+ */
+static void
+hold_note(MemEntry *e, const RlPolicy *policy, TimestampTz at, bool first)
+{
+	int64		bound = refill_bound(policy, e->committed.value - e->pending);
+
+	if (first)
+	{
+		e->idle_at = at;
+		e->judged = (uint64) bound;
+		return;
+	}
+	e->idle_at = Max(e->idle_at, at);
+	e->judged = Max(e->judged, (uint64) bound);
+}
+
+/*
  * The entry of a key, made (in the state of a key with none) when there is
  * none; its partition held.  Pinned: one more holder.
  */
@@ -1031,6 +1107,7 @@ entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
 		e->space = k->space;
 		e->is_inline = k->is_inline;
 		e->untouched = true;
+		e->block_held = false;
 		e->committed = fresh;
 		e->pending = 0;
 		e->holders = 0;
@@ -1039,6 +1116,7 @@ entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
 		e->next = store_buckets(s)[k->bucket];
 		store_buckets(s)[k->bucket] = i;
 	}
+	hold_note(e, policy, now, e->holders == 0);
 	e->holders++;
 	return e;
 }
@@ -1083,6 +1161,7 @@ rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
 	(void) next_change();
 	e = entry_pin(s, k, policy, origin, now);
 	e->pending += count;
+	hold_note(e, policy, now, false);
 	add_change(CHANGE_TAKE, k, policy, origin, now, count, 0, epoch);
 }
 
@@ -1099,6 +1178,9 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	(void) next_change();
 	if (kind != CHANGE_RESET)
 	{
+		MemEntry   *e;
+		RlState		blocked;
+
 		/* the entry is there to change at commit, where nothing may fail */
 		rl_memory_lock(k, 1);
 		if (kind == CHANGE_REFUND &&
@@ -1108,7 +1190,22 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 			rl_memory_unlock();
 			return;
 		}
-		entry_pin(s, k, policy, origin, rl_clock_now());
+		e = entry_pin(s, k, policy, origin, rl_clock_now());
+
+		/*
+		 * A block: what it would store, for an immediate shutdown that
+		 * saves the entry still held (memory_shmem_shutdown).
+		 */
+		if (kind == CHANGE_BLOCK &&
+			rl_block_state(policy, origin, &e->committed, rl_clock_now(),
+						   duration, &blocked) == RL_DECIDED)
+		{
+			e->block_held = true;
+			blocked.value = fmin(blocked.value, e->committed.value - e->pending);
+			hold_note(e, policy, blocked.ts, false);
+			e->judged = Max(e->judged,
+							(uint64) refill_bound(policy, blocked.value));
+		}
 		rl_memory_unlock();
 	}
 	add_change(kind, k, policy, origin, rl_clock_now(), amount, duration,
@@ -1175,8 +1272,12 @@ set_idle_at(MemEntry *e, const MemChange *c, TimestampTz now)
 	int64		at;
 
 	if (e->holders > 0)
+	{
+		hold_note(e, &c->policy, now, false);
 		return;
+	}
 	e->pending = 0;
+	e->block_held = false;
 	e->idle_at = rl_idle_at(&c->policy, c->origin, e->committed, now, &at) ?
 		at : MEM_NEVER;
 	/*
@@ -1211,8 +1312,12 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 	switch (c->kind)
 	{
 		case CHANGE_TAKE:
-			e->pending -= c->amount;
-			e->holders--;
+			/*
+			 * The take enters the committed state before it leaves the
+			 * pending amount: a backend killed in between (an immediate
+			 * shutdown) leaves it counted twice in the state file, never
+			 * lost.
+			 */
 			if (commit)
 			{
 				e->committed = rl_commit_take(&c->policy, c->origin,
@@ -1220,6 +1325,9 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 											  c->amount);
 				e->untouched = false;
 			}
+			pg_compiler_barrier();
+			e->pending -= c->amount;
+			e->holders--;
 			break;
 		case CHANGE_REFUND:
 			e->holders--;
@@ -1381,7 +1489,8 @@ finish_names(void)
 				 * its trigger disabled, bumps no epoch there until a lookup
 				 * notices).
 				 */
-				if (refresh && !named && e->judged == barrier_epoch - 1 &&
+				if (refresh && !named && e->holders == 0 &&
+					e->judged == barrier_epoch - 1 &&
 					e->dbid == MyDatabaseId && e->space == space)
 					e->judged = barrier_epoch + 1;
 				at = &e->next;

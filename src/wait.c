@@ -145,26 +145,36 @@ rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
 	TimestampTz start = GetCurrentTimestamp();
 	TimestampTz deadline = start + wait;
 	TimestampTz until;
-	bool		memory = target->policy.store == RL_STORE_MEMORY;
+	bool		slept = false;
 
 	if (LockTimeout > 0)
 		deadline = Min(deadline, start + (int64) LockTimeout * 1000);
 
-	/*
-	 * Shadow mode grants at once.  A transaction holding the key's row
-	 * (table store) must not sleep on it: every other caller of the key
-	 * would wait for it too.
-	 */
-	if (target->policy.shadow ||
-		(!memory && rl_held_maybe(target->name, target->key)))
-	{
-		rl_consume(target, count, reserve, answer);
-		return;
-	}
 	for (;;)
 	{
 		bool		again;
+		bool		memory;
 
+		/*
+		 * After a sleep, the definition in force now: a memory limit holds
+		 * nothing a change would wait for, so the call would otherwise
+		 * decide under the policy it read before sleeping (a lowered rate
+		 * or capacity, shadow mode switched off, granted as before).
+		 * Shadow mode grants at once.  A transaction holding the key's row
+		 * (table store) must not sleep on it: every other caller of the key
+		 * would wait for it too (a row a rolled-back try locked is not
+		 * held).
+		 */
+		if (slept)
+			rl_target_recheck(target, count, reserve);
+		memory = target->policy.store == RL_STORE_MEMORY;
+		if (target->policy.shadow ||
+			(!slept && !memory && rl_held_maybe(target->name, target->key)))
+		{
+			rl_consume(target, count, reserve, answer);
+			return;
+		}
+		slept = true;
 		rl_target_check_count(target, count, reserve);
 		rl_peek(target, count, reserve, answer);
 		if (!answer->ok)

@@ -121,6 +121,9 @@ suite package "$RL_REPO/test/packaging/deb.sh"
 rl_log "PGXN archive (make dist, pgxn install, pgxn load, pgxn uninstall)"
 suite pgxn "$RL_REPO/test/packaging/pgxn.sh"
 
+# run-tests.sh counts a major whose run stopped before this line (a
+# cluster that would not start ends the script early) as a failure
+echo "complete" >>"$result"
 if [ ${#failed[@]} -gt 0 ]; then
 	rl_log "PostgreSQL $RL_PG_MAJOR FAILED: ${failed[*]}"
 	exit 1

@@ -39,8 +39,12 @@ for major in $majors; do
 	ok=$(grep -c ' passed$' "$result" 2>/dev/null || true)
 	bad=$(grep ' failed$' "$result" 2>/dev/null | cut -d' ' -f1 | tr '\n' ' ' || true)
 	skip=$(grep ' skipped$' "$result" 2>/dev/null | cut -d' ' -f1 | tr '\n' ' ' || true)
-	# no result at all (the root could not be built): one failure
+	# no result at all (the root could not be built): one failure; a run
+	# that stopped before its last suite (the cluster did not start): one
 	[ -n "$result" ] && [ -s "$result" ] || bad="setup "
+	if [ -z "$bad" ] && ! grep -qx complete "$result"; then
+		bad="${bad}incomplete "
+	fi
 	passed=$((passed + ok))
 	nbad=$(wc -w <<<"$bad")
 	nskip=$(wc -w <<<"$skip")

@@ -94,18 +94,48 @@ $node->safe_psql('postgres', "SELECT rl_limit('m', 'part')");
 my $open = $node->background_psql('postgres');
 $open->query_safe('BEGIN');
 $open->query_safe("SELECT rl_limit('m', 'open', 3)");
+$open->query_safe("SELECT rl_block('m', 'blocked', '1 hour')");
 $node->stop('immediate');
 $open->{run}->kill_kill;
 ok(-e $state_file, 'an immediate shutdown writes the state file');
 $node->start;
 is(value('part'), '5', 'after an immediate shutdown a key keeps its exact value');
 is(value('drained'), '0', 'after an immediate shutdown a drained key stays drained');
+# and its block, queued for commit, is kept as well: nothing for the hour
+is(value('blocked') . ' ' .
+	$node->safe_psql('postgres', "SELECT ok FROM rl_limit('m', 'blocked')"),
+	'0 f', 'an open transaction\'s block is kept after an immediate shutdown');
 is(value('open'), '7',
 	'an open transaction\'s take is kept after an immediate shutdown');
 # judged again by the next cleanup under the policy in force: not idle
 is($node->safe_psql('postgres',
 		"SELECT rl_gc_memory(); SELECT memory_keys FROM rl_stats_info"),
-	"0\n3", 'the cut-off take\'s entry is kept by rl_gc_memory, as the others');
+	"0\n4", 'the cut-off take\'s and block\'s entries are kept by rl_gc_memory, as the others');
+
+# Cut off by an immediate shutdown, a take is kept at the time it was
+# taken when that is later than the shutdown (a clock ahead): 10 taken at
+# 01:00 from a key refilled full by then leave nothing at 01:00
+my $at1 = q{SET ratelimit.now_override = '2030-01-01 01:00:00+00';};
+$node->safe_psql('postgres', "SELECT rl_limit('m', 'ahead', 1)");
+# and an inline key's entry, idle since 2020, drained on the real clock:
+# restored with the idle_at of before the take, rl_gc dropped it at once
+my $inline = q{config => rl_token_bucket(10, '1 hour', storage => 'memory')};
+$node->safe_psql('postgres', qq{SET ratelimit.now_override = '2020-01-01';
+	SELECT rl_limit('inl', 'k', 1, $inline)});
+$open = $node->background_psql('postgres');
+$open->query_safe($at1);
+$open->query_safe('BEGIN');
+$open->query_safe("SELECT rl_limit('m', 'ahead', 10)");
+$open->query_safe("SET LOCAL ratelimit.now_override = ''");
+$open->query_safe("SELECT rl_limit('inl', 'k', 10, $inline)");
+$node->stop('immediate');
+$open->{run}->kill_kill;
+$node->start;
+cmp_ok($node->safe_psql('postgres', "$at1 SELECT value FROM rl_value('m', 'ahead')"),
+	'<=', 0, 'a take cut off on a clock ahead is kept at its own time');
+is( $node->safe_psql('postgres', qq{SET ratelimit.now_override = '';
+		SELECT rl_gc_memory(); SELECT ok FROM rl_limit('inl', 'k', 10, $inline)}),
+	"0\nf", 'an inline entry cut off drained is not dropped as idle after the restart');
 
 # Crashes, memory_after_crash = 'full': every key starts full
 crash_backend();
