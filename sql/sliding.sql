@@ -103,3 +103,21 @@ SELECT rl_undefine(n) FROM unnest(ARRAY['sw', 'swm', 'swb', 'swh', 'tb']) n;
 DELETE FROM rate_limits;
 SELECT rl_reset('inlm', 'k');
 RESET ratelimit.now_override;
+
+-- a fixed window redefined as a sliding window in the middle of a window:
+-- its count before the current window is unknown, and taken as a full
+-- window (N), never as none
+SET ratelimit.now_override = '2026-05-01 00:00:50+00';
+SELECT rl_define('kind_change', 'fixed window', 10, '1 minute',
+	start => '2026-05-01 00:00:00+00');
+SELECT ok FROM rl_limit('kind_change', 'k', 10);
+SET ratelimit.now_override = '2026-05-01 00:01:10+00';
+SELECT ok FROM rl_limit('kind_change', 'k', 2);
+SET ratelimit.now_override = '2026-05-01 00:01:20+00';
+SELECT rl_define('kind_change', 'sliding window', 10, '1 minute',
+	start => '2026-05-01 00:00:00+00');
+-- 12 taken since 00:00:50.  Counting the window before as 10 calls spread
+-- over it: 8 - 10 * 40/60 = 1.33 may be taken (taking it as empty would
+-- allow 8, 20 within a minute)
+SELECT ok, round(remaining::numeric, 2) AS remaining FROM rl_check('kind_change', 'k');
+SELECT ok FROM rl_check('kind_change', 'k', 2);

@@ -456,8 +456,10 @@ rl_initial_state(const RlPolicy *policy, int64_t origin, int64_t now,
 /*
  * rl_refill for a sliding window: at a new window the current window's
  * count becomes prev when the two are adjacent, and 0 otherwise; value
- * starts at capacity.  A missing prev (a row written under another kind)
- * counts as 0.
+ * starts at capacity.  A missing prev (NaN: a state written under another
+ * kind, before a redefinition) counts as a full previous window, N: what
+ * that window granted is unknown, and assuming less could admit more than
+ * the bound in the first window after the change.
  */
 static RlState
 sliding_refill(const RlPolicy *policy, int64_t origin, RlState state,
@@ -467,8 +469,10 @@ sliding_refill(const RlPolicy *policy, int64_t origin, RlState state,
 	int64_t		from = rl_window_start(state.ts, origin, policy->period);
 	int64_t		to = rl_window_start(now, origin, policy->period);
 
-	if (!(out.prev > 0))
-		out.prev = 0;			/* NaN too */
+	if (isnan(out.prev))
+		out.prev = policy->capacity;
+	else if (!(out.prev > 0))
+		out.prev = 0;
 	if (to > from)
 	{
 		uint64_t	span = (uint64_t) to - (uint64_t) from;
@@ -493,6 +497,8 @@ sliding_available(const RlPolicy *policy, RlState state, int64_t t)
 {
 	int64_t		into;
 
+	if (isnan(state.prev))
+		state.prev = policy->capacity;	/* as sliding_refill */
 	if (!(state.prev > 0))
 		return state.value;
 	if (t <= state.ts)
