@@ -35,7 +35,8 @@ CREATE TYPE rl_policy AS (
 	max_reserved float8,
 	shards integer,
 	start timestamptz,
-	storage text
+	storage text,
+	time_zone text
 );
 COMMENT ON TYPE rl_policy IS
 	'a rate limit policy for inline use (routed: same as ratelimit''s rl_policy)';
@@ -118,13 +119,14 @@ $do$;
 CREATE FUNCTION rl_define(name text, kind text, rate float8, period interval,
 	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1, start timestamptz DEFAULT NULL,
-	storage text DEFAULT 'table')
+	storage text DEFAULT 'table', time_zone text DEFAULT NULL,
+	shadow boolean DEFAULT false, block_for interval DEFAULT NULL)
 RETURNS SETOF boolean LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
 	RUN ON ALL;
-	SELECT true AS rl_define FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start, storage);
+	SELECT true AS rl_define FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start, storage, time_zone, shadow, block_for);
 $$;
-COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) IS
+COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) IS
 	'create or replace a named rate limit on every partition (storage ''table'' or ''memory'': each partition keeps its own keys'' state); a row per partition';
 
 CREATE FUNCTION rl_undefine(name text)
@@ -158,17 +160,17 @@ COMMENT ON FUNCTION rl_token_bucket(float8, interval, float8, float8, integer, t
 CREATE FUNCTION rl_fixed_window(rate float8, period interval,
 	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1, start timestamptz DEFAULT NULL,
-	storage text DEFAULT 'table')
+	storage text DEFAULT 'table', time_zone text DEFAULT NULL)
 RETURNS rl_policy LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
 	RUN ON ANY;
 $$;
-COMMENT ON FUNCTION rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text) IS
+COMMENT ON FUNCTION rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) IS
 	'an inline fixed window policy, checked by a partition';
 
 -- As in the extension: applications consume, check and read; the
 -- administrative functions stay with the owner until granted.
-REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_gc(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_reset(text, text) FROM PUBLIC;

@@ -22,16 +22,16 @@ DECLARE
 BEGIN
   configs := ARRAY[
     NULL,
-    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, NULL)::ratelimit.rl_policy,
-    ROW('fixed window', 5, '1 hour', 5, 2, 1, NULL, NULL)::ratelimit.rl_policy,
-    ROW('token bucket', 'NaN', '1 second', 5, NULL, 1, NULL, NULL)::ratelimit.rl_policy,
-    ROW('token bucket', 5, '-1 second', 5, NULL, 1, NULL, NULL)::ratelimit.rl_policy,
-    ROW('nope', 5, '1 second', 5, NULL, 1, NULL, NULL)::ratelimit.rl_policy,
-    ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_policy,
-    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, 'memory')::ratelimit.rl_policy,
-    ROW('fixed window', 5, '1 hour', 5, 2, 1, NULL, 'memory')::ratelimit.rl_policy,
-    ROW('token bucket', 5, '1 second', 5, NULL, 2, NULL, 'memory')::ratelimit.rl_policy,
-    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, 'disk')::ratelimit.rl_policy];
+    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, NULL, NULL)::ratelimit.rl_policy,
+    ROW('fixed window', 5, '1 hour', 5, 2, 1, NULL, NULL, NULL)::ratelimit.rl_policy,
+    ROW('token bucket', 'NaN', '1 second', 5, NULL, 1, NULL, NULL, NULL)::ratelimit.rl_policy,
+    ROW('token bucket', 5, '-1 second', 5, NULL, 1, NULL, NULL, NULL)::ratelimit.rl_policy,
+    ROW('nope', 5, '1 second', 5, NULL, 1, NULL, NULL, NULL)::ratelimit.rl_policy,
+    ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_policy,
+    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, 'memory', NULL)::ratelimit.rl_policy,
+    ROW('fixed window', 5, '1 hour', 5, 2, 1, NULL, 'memory', NULL)::ratelimit.rl_policy,
+    ROW('token bucket', 5, '1 second', 5, NULL, 2, NULL, 'memory', NULL)::ratelimit.rl_policy,
+    ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, 'disk', NULL)::ratelimit.rl_policy];
   results := ARRAY[
     NULL,
     ROW(true, NULL, 1, '1 second')::ratelimit.rl_result,
