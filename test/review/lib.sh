@@ -33,7 +33,13 @@ close_session() { printf "\\q\n" >&"${SIN[$1]}"; wait "${SPID[$1]}" 2>/dev/null 
 restart_cluster() {
 	local mode=${1:-fast} data=$RL_REPO/tmp/data
 	if [ "$mode" = kill ]; then
-		kill -9 "$(head -1 "$data/postmaster.pid")"; sleep 1
+		kill -9 "$(head -1 "$data/postmaster.pid")"
+		# its children exit when they notice; then the start succeeds
+		for _ in $(seq 1 100); do
+			runuser -u postgres -- pg_ctl -D "$data" -l "$RL_REPO/tmp/log/postgresql.log" -w start >/dev/null 2>&1 && return 0
+			sleep 0.3
+		done
+		return 1
 	else
 		runuser -u postgres -- pg_ctl -D "$data" -m "$mode" -w stop >/dev/null
 	fi
