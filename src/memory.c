@@ -1036,11 +1036,39 @@ raise_full(MemShared *s)
 }
 
 /*
+ * The longest a window of a fixed window lasts: a calendar window's
+ * period is nominal (a month counts 30 days, a year 365.25), and a real
+ * month has up to 31 days of its zone (refill_bound adds its offset
+ * changes).
+ */
+static double
+longest_window(const RlPolicy *policy)
+{
+	switch (policy->calendar.unit)
+	{
+		case RL_CALENDAR_NONE:
+			break;
+		case RL_CALENDAR_DAY:
+			return (double) RL_USECS_PER_DAY;
+		case RL_CALENDAR_WEEK:
+			return 7.0 * RL_USECS_PER_DAY;
+		case RL_CALENDAR_MONTH:
+			return 31.0 * RL_USECS_PER_DAY;
+		case RL_CALENDAR_YEAR:
+			return 366.0 * RL_USECS_PER_DAY;
+	}
+	return (double) policy->period;
+}
+
+/*
  * How long a state of this value, counted from its ts and left alone,
  * takes to be idle under policy, at most: a token bucket refills the
  * deficit at its rate; a fixed window needs that many windows, and one
- * more for the phase (ts may be any time in its window).  MEM_NEVER when
- * that is not a time.
+ * more for the phase (ts may be any time in its window), each at its
+ * longest; calendar windows span that many days of their zone, and the
+ * zone's offset at the end may differ from the one at ts by up to a day
+ * or so (daylight saving time, a zone that changed sides of the date
+ * line): two days more.  MEM_NEVER when that is not a time.
  */
 static int64
 refill_bound(const RlPolicy *policy, double value)
@@ -1055,7 +1083,11 @@ refill_bound(const RlPolicy *policy, double value)
 	if (policy->kind == RL_TOKEN_BUCKET)
 		d = ceil(deficit * (double) policy->period / policy->rate);
 	else
-		d = (ceil(deficit / policy->rate) + 1) * (double) policy->period;
+	{
+		d = (ceil(deficit / policy->rate) + 1) * longest_window(policy);
+		if (policy->calendar.unit != RL_CALENDAR_NONE)
+			d += 2.0 * RL_USECS_PER_DAY;
+	}
 	if (!(d < (double) (MEM_NEVER / 4)))
 		return MEM_NEVER;
 	return (int64) d;
