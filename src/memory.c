@@ -97,6 +97,7 @@
 #define MEM_STATE_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.state"
 #define MEM_RUNNING_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.running"
 #define MEM_FILE_MAGIC 0x524c4d31	/* "RLM1" */
+#define MEM_TRAILER_MAGIC 0x524c4531	/* "RLE1": empty_since follows */
 #define MEM_DSM_NAME "ratelimit_memory"
 #define MEM_DSM_SIZE_NAME "ratelimit_memory_size"
 #define MEM_TRANCHE_NAME "ratelimit_memory"
@@ -427,18 +428,23 @@ memory_shmem_shutdown(int code, Datum arg)
 {
 	FILE	   *file;
 	uint32		header[3] = {MEM_FILE_MAGIC, sizeof(MemEntry), 0};
+	uint32		trailer_magic = MEM_TRAILER_MAGIC;
 	MemEntry   *entries;
 	int32	   *buckets;
+
 	if (code != 0 || shared == NULL)
 		return;
 	file = AllocateFile(MEM_STATE_FILE ".tmp", PG_BINARY_W);
 	if (file == NULL)
 		goto error;
-	header[2] = (uint32) shared->used;
-	if (fwrite(header, sizeof(header), 1, file) != 1)
-		goto error;
 	entries = store_entries(shared);
 	buckets = store_buckets(shared);
+	/* the entries linked (used counts one a killed backend left unlinked) */
+	for (uint32 b = 0; b < shared->nbuckets; b++)
+		for (int32 i = buckets[b]; i >= 0; i = entries[i].next)
+			header[2]++;
+	if (fwrite(header, sizeof(header), 1, file) != 1)
+		goto error;
 	for (uint32 b = 0; b < shared->nbuckets; b++)
 		for (int32 i = buckets[b]; i >= 0; i = entries[i].next)
 		{
@@ -494,6 +500,15 @@ memory_shmem_shutdown(int code, Datum arg)
 			if (fwrite(&saved, sizeof(MemEntry), 1, file) != 1)
 				goto error;
 		}
+
+	/*
+	 * After a crash with memory_after_crash = 'empty', a key with no entry
+	 * counts as emptied at that restart: it still does after this shutdown
+	 * (a file without it, of an older version, reads as 0).
+	 */
+	if (fwrite(&trailer_magic, sizeof(trailer_magic), 1, file) != 1 ||
+		fwrite(&shared->empty_since, sizeof(shared->empty_since), 1, file) != 1)
+		goto error;
 	if (FreeFile(file))
 	{
 		file = NULL;
@@ -550,6 +565,9 @@ memory_load(MemShared *s)
 	FILE	   *file = AllocateFile(MEM_STATE_FILE, PG_BINARY_R);
 	uint32		header[3];
 	uint32		lost = 0;
+	uint32		trailer_magic;
+	TimestampTz empty_since;
+	bool		complete = true;
 
 	if (file == NULL)
 	{
@@ -578,6 +596,7 @@ memory_load(MemShared *s)
 			ereport(LOG,
 					(errmsg("ratelimit memory store file \"%s\" is truncated",
 							MEM_STATE_FILE)));
+			complete = false;
 			break;
 		}
 		if (s->used >= s->max_keys)
@@ -585,6 +604,11 @@ memory_load(MemShared *s)
 		else
 			store_restore(s, &saved);
 	}
+	if (complete &&
+		fread(&trailer_magic, sizeof(trailer_magic), 1, file) == 1 &&
+		trailer_magic == MEM_TRAILER_MAGIC &&
+		fread(&empty_since, sizeof(empty_since), 1, file) == 1)
+		s->empty_since = empty_since;
 	if (lost > 0)
 		ereport(LOG,
 				(errmsg("%u keys of the ratelimit memory store were not restored", lost),

@@ -217,5 +217,16 @@ for my $crash ([ 'a backend crash', \&crash_backend ],
 		't|0', "an hour after $what, with empty, a key is full again");
 }
 
+# A clean shutdown after such a crash keeps it: a key with no entry still
+# counts as emptied at the crash's restart (it was full again after the
+# next start)
+my $since = $node->safe_psql('postgres',
+	'SELECT memory_empty_since FROM rl_stats_info');
+$node->restart;
+is($node->safe_psql('postgres', 'SELECT memory_empty_since FROM rl_stats_info'),
+	$since, 'a clean restart keeps memory_empty_since');
+is(after_restart('1 second', "SELECT ok FROM rl_limit('m', 'never again')"),
+	'f', 'after a clean restart, a key never used is still refused');
+
 $node->stop;
 done_testing();
