@@ -568,6 +568,8 @@ memory_load(MemShared *s)
 	uint32		trailer_magic;
 	TimestampTz empty_since;
 	bool		complete = true;
+	uint32		count;
+	TimestampTz now = rl_clock_now();
 
 	if (file == NULL)
 	{
@@ -587,22 +589,41 @@ memory_load(MemShared *s)
 		unlink(MEM_STATE_FILE);
 		return false;
 	}
-	for (uint32 i = 0; i < header[2]; i++)
-	{
-		MemEntry	saved;
+	count = header[2];
 
-		if (fread(&saved, sizeof(MemEntry), 1, file) != 1)
-		{
-			ereport(LOG,
-					(errmsg("ratelimit memory store file \"%s\" is truncated",
-							MEM_STATE_FILE)));
-			complete = false;
+	/*
+	 * Entries that still mean something first, then the idle ones (which
+	 * mean the same as none, as droppable judges them) while there is room:
+	 * a store made smaller since loses idle entries before live ones.
+	 */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (pass == 1 && fseek(file, sizeof(header), SEEK_SET) != 0)
 			break;
+		for (uint32 i = 0; i < count; i++)
+		{
+			MemEntry	saved;
+			bool		idle;
+
+			if (fread(&saved, sizeof(MemEntry), 1, file) != 1)
+			{
+				if (pass == 0)
+					ereport(LOG,
+							(errmsg("ratelimit memory store file \"%s\" is truncated",
+									MEM_STATE_FILE)));
+				complete = false;
+				count = i;
+				break;
+			}
+			idle = saved.untouched ||
+				(saved.idle_at <= now && (saved.is_inline || saved.judged == 0));
+			if (idle != (pass == 1))
+				continue;
+			if (s->used < s->max_keys)
+				store_restore(s, &saved);
+			else if (!idle)
+				lost++;
 		}
-		if (s->used >= s->max_keys)
-			lost++;
-		else
-			store_restore(s, &saved);
 	}
 	if (complete &&
 		fread(&trailer_magic, sizeof(trailer_magic), 1, file) == 1 &&
@@ -611,7 +632,7 @@ memory_load(MemShared *s)
 		s->empty_since = empty_since;
 	if (lost > 0)
 		ereport(LOG,
-				(errmsg("%u keys of the ratelimit memory store were not restored", lost),
+				(errmsg("%u keys of the ratelimit memory store that were not idle were not restored", lost),
 				 errdetail("ratelimit.memory_max_keys is %d.", s->max_keys)));
 	FreeFile(file);
 	unlink(MEM_STATE_FILE);
