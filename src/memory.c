@@ -97,6 +97,7 @@
 #define MEM_STATE_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.state"
 #define MEM_RUNNING_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.running"
 #define MEM_FILE_MAGIC 0x524c4d31	/* "RLM1" */
+#define MEM_TRAILER_MAGIC 0x524c4531	/* "RLE1": empty_since follows */
 #define MEM_DSM_NAME "ratelimit_memory"
 #define MEM_DSM_SIZE_NAME "ratelimit_memory_size"
 #define MEM_TRANCHE_NAME "ratelimit_memory"
@@ -427,18 +428,23 @@ memory_shmem_shutdown(int code, Datum arg)
 {
 	FILE	   *file;
 	uint32		header[3] = {MEM_FILE_MAGIC, sizeof(MemEntry), 0};
+	uint32		trailer_magic = MEM_TRAILER_MAGIC;
 	MemEntry   *entries;
 	int32	   *buckets;
+
 	if (code != 0 || shared == NULL)
 		return;
 	file = AllocateFile(MEM_STATE_FILE ".tmp", PG_BINARY_W);
 	if (file == NULL)
 		goto error;
-	header[2] = (uint32) shared->used;
-	if (fwrite(header, sizeof(header), 1, file) != 1)
-		goto error;
 	entries = store_entries(shared);
 	buckets = store_buckets(shared);
+	/* the entries linked (used counts one a killed backend left unlinked) */
+	for (uint32 b = 0; b < shared->nbuckets; b++)
+		for (int32 i = buckets[b]; i >= 0; i = entries[i].next)
+			header[2]++;
+	if (fwrite(header, sizeof(header), 1, file) != 1)
+		goto error;
 	for (uint32 b = 0; b < shared->nbuckets; b++)
 		for (int32 i = buckets[b]; i >= 0; i = entries[i].next)
 		{
@@ -494,6 +500,15 @@ memory_shmem_shutdown(int code, Datum arg)
 			if (fwrite(&saved, sizeof(MemEntry), 1, file) != 1)
 				goto error;
 		}
+
+	/*
+	 * After a crash with memory_after_crash = 'empty', a key with no entry
+	 * counts as emptied at that restart: it still does after this shutdown
+	 * (a file without it, of an older version, reads as 0).
+	 */
+	if (fwrite(&trailer_magic, sizeof(trailer_magic), 1, file) != 1 ||
+		fwrite(&shared->empty_since, sizeof(shared->empty_since), 1, file) != 1)
+		goto error;
 	if (FreeFile(file))
 	{
 		file = NULL;
@@ -550,6 +565,11 @@ memory_load(MemShared *s)
 	FILE	   *file = AllocateFile(MEM_STATE_FILE, PG_BINARY_R);
 	uint32		header[3];
 	uint32		lost = 0;
+	uint32		trailer_magic;
+	TimestampTz empty_since;
+	bool		complete = true;
+	uint32		count;
+	TimestampTz now = rl_clock_now();
 
 	if (file == NULL)
 	{
@@ -569,25 +589,50 @@ memory_load(MemShared *s)
 		unlink(MEM_STATE_FILE);
 		return false;
 	}
-	for (uint32 i = 0; i < header[2]; i++)
-	{
-		MemEntry	saved;
+	count = header[2];
 
-		if (fread(&saved, sizeof(MemEntry), 1, file) != 1)
-		{
-			ereport(LOG,
-					(errmsg("ratelimit memory store file \"%s\" is truncated",
-							MEM_STATE_FILE)));
+	/*
+	 * Entries that still mean something first, then the idle ones (which
+	 * mean the same as none, as droppable judges them) while there is room:
+	 * a store made smaller since loses idle entries before live ones.
+	 */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (pass == 1 && fseek(file, sizeof(header), SEEK_SET) != 0)
 			break;
+		for (uint32 i = 0; i < count; i++)
+		{
+			MemEntry	saved;
+			bool		idle;
+
+			if (fread(&saved, sizeof(MemEntry), 1, file) != 1)
+			{
+				if (pass == 0)
+					ereport(LOG,
+							(errmsg("ratelimit memory store file \"%s\" is truncated",
+									MEM_STATE_FILE)));
+				complete = false;
+				count = i;
+				break;
+			}
+			idle = saved.untouched ||
+				(saved.idle_at <= now && (saved.is_inline || saved.judged == 0));
+			if (idle != (pass == 1))
+				continue;
+			if (s->used < s->max_keys)
+				store_restore(s, &saved);
+			else if (!idle)
+				lost++;
 		}
-		if (s->used >= s->max_keys)
-			lost++;
-		else
-			store_restore(s, &saved);
 	}
+	if (complete &&
+		fread(&trailer_magic, sizeof(trailer_magic), 1, file) == 1 &&
+		trailer_magic == MEM_TRAILER_MAGIC &&
+		fread(&empty_since, sizeof(empty_since), 1, file) == 1)
+		s->empty_since = empty_since;
 	if (lost > 0)
 		ereport(LOG,
-				(errmsg("%u keys of the ratelimit memory store were not restored", lost),
+				(errmsg("%u keys of the ratelimit memory store that were not idle were not restored", lost),
 				 errdetail("ratelimit.memory_max_keys is %d.", s->max_keys)));
 	FreeFile(file);
 	unlink(MEM_STATE_FILE);
@@ -1036,11 +1081,39 @@ raise_full(MemShared *s)
 }
 
 /*
+ * The longest a window of a fixed window lasts: a calendar window's
+ * period is nominal (a month counts 30 days, a year 365.25), and a real
+ * month has up to 31 days of its zone (refill_bound adds its offset
+ * changes).
+ */
+static double
+longest_window(const RlPolicy *policy)
+{
+	switch (policy->calendar.unit)
+	{
+		case RL_CALENDAR_NONE:
+			break;
+		case RL_CALENDAR_DAY:
+			return (double) RL_USECS_PER_DAY;
+		case RL_CALENDAR_WEEK:
+			return 7.0 * RL_USECS_PER_DAY;
+		case RL_CALENDAR_MONTH:
+			return 31.0 * RL_USECS_PER_DAY;
+		case RL_CALENDAR_YEAR:
+			return 366.0 * RL_USECS_PER_DAY;
+	}
+	return (double) policy->period;
+}
+
+/*
  * How long a state of this value, counted from its ts and left alone,
  * takes to be idle under policy, at most: a token bucket refills the
  * deficit at its rate; a fixed window needs that many windows, and one
- * more for the phase (ts may be any time in its window).  MEM_NEVER when
- * that is not a time.
+ * more for the phase (ts may be any time in its window), each at its
+ * longest; calendar windows span that many days of their zone, and the
+ * zone's offset at the end may differ from the one at ts by up to a day
+ * or so (daylight saving time, a zone that changed sides of the date
+ * line): two days more.  MEM_NEVER when that is not a time.
  */
 static int64
 refill_bound(const RlPolicy *policy, double value)
@@ -1055,7 +1128,11 @@ refill_bound(const RlPolicy *policy, double value)
 	if (policy->kind == RL_TOKEN_BUCKET)
 		d = ceil(deficit * (double) policy->period / policy->rate);
 	else
-		d = (ceil(deficit / policy->rate) + 1) * (double) policy->period;
+	{
+		d = (ceil(deficit / policy->rate) + 1) * longest_window(policy);
+		if (policy->calendar.unit != RL_CALENDAR_NONE)
+			d += 2.0 * RL_USECS_PER_DAY;
+	}
 	if (!(d < (double) (MEM_NEVER / 4)))
 		return MEM_NEVER;
 	return (int64) d;

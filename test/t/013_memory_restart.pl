@@ -137,6 +137,23 @@ is( $node->safe_psql('postgres', qq{SET ratelimit.now_override = '';
 		SELECT rl_gc_memory(); SELECT ok FROM rl_limit('inl', 'k', 10, $inline)}),
 	"0\nf", 'an inline entry cut off drained is not dropped as idle after the restart');
 
+# A cut-off take of a calendar month limit: restored with an idle_at of
+# 30 days a month, rl_gc dropped it before it was full (1 a month,
+# capacity 100: 100 taken at the start of 2030 are back on 2038-05-01,
+# 101 * 30 days end on 2038-04-19)
+my $months = q{config => rl_fixed_window(1, '1 month', 100,
+	storage => 'memory', time_zone => 'UTC')};
+$open = $node->background_psql('postgres');
+$open->query_safe("SET ratelimit.now_override = '2030-01-01 00:00:01+00'");
+$open->query_safe('BEGIN');
+$open->query_safe("SELECT rl_limit('cal', 'k', 100, $months)");
+$node->stop('immediate');
+$open->{run}->kill_kill;
+$node->start;
+is( $node->safe_psql('postgres', qq{SET ratelimit.now_override = '2038-04-25 00:00:00+00';
+		SELECT rl_gc_memory() >= 0; SELECT ok FROM rl_limit('cal', 'k', 100, $months)}),
+	"t\nf", 'a calendar month entry cut off drained is not dropped before its months have refilled it');
+
 # Crashes, memory_after_crash = 'full': every key starts full
 crash_backend();
 is(value('drained') . ' ' . value('part') . ' ' . value('open'), '10 10 10',
@@ -199,6 +216,17 @@ for my $crash ([ 'a backend crash', \&crash_backend ],
 	is(after_restart('1 hour', "SELECT ok, remaining FROM rl_limit('m', 'drained', 10)"),
 		't|0', "an hour after $what, with empty, a key is full again");
 }
+
+# A clean shutdown after such a crash keeps it: a key with no entry still
+# counts as emptied at the crash's restart (it was full again after the
+# next start)
+my $since = $node->safe_psql('postgres',
+	'SELECT memory_empty_since FROM rl_stats_info');
+$node->restart;
+is($node->safe_psql('postgres', 'SELECT memory_empty_since FROM rl_stats_info'),
+	$since, 'a clean restart keeps memory_empty_since');
+is(after_restart('1 second', "SELECT ok FROM rl_limit('m', 'never again')"),
+	'f', 'after a clean restart, a key never used is still refused');
 
 $node->stop;
 done_testing();

@@ -188,4 +188,33 @@ is($node->safe_psql('postgres', "$t10 SELECT value FROM rl_value('a2', 'k')"),
 	'10', 'a hand edit between disabling and enabling the trigger: the key is not dropped');
 
 $node->stop;
+
+# A store made smaller across a clean restart restores the live entries
+# first: 300 idle keys (taken from in 2020, full again) and 20 drained in
+# 2030 go into 128 entries without losing a drained one (restored in
+# bucket order, most were lost and full again)
+my $small = PostgreSQL::Test::Cluster->new('mem_smaller');
+$small->init;
+$small->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'ratelimit'
+});
+$small->start;
+my $inline = q{config => rl_token_bucket(10, '1 hour', storage => 'memory')};
+$small->safe_psql('postgres', qq{
+	CREATE EXTENSION ratelimit;
+	SET ratelimit.now_override = '2020-01-01';
+	SELECT count(*) FROM generate_series(1, 300) i,
+		rl_limit('idle', i::text, 1, $inline) WHERE ok;
+	$t0
+	SELECT count(*) FROM generate_series(1, 20) i,
+		rl_limit('drained', i::text, 10, $inline) WHERE ok;
+});
+$small->stop;
+$small->append_conf('postgresql.conf', 'ratelimit.memory_max_keys = 128');
+$small->start;
+is( $small->safe_psql('postgres', qq{$t0
+		SELECT count(*) FROM generate_series(1, 20) i,
+			rl_limit('drained', i::text, 1, $inline) WHERE ok}),
+	'0', 'a smaller store restores live entries before idle ones');
+$small->stop;
 done_testing();
