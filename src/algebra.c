@@ -453,13 +453,21 @@ rl_initial_state(const RlPolicy *policy, int64_t origin, int64_t now,
 	return valid_time(state->ts) ? RL_DECIDED : RL_TIME_OUT_OF_RANGE;
 }
 
+/* The prev that stores an offence score: -(1 + score), NaN for none. */
+static double
+score_prev(double score)
+{
+	return score > 0 ? -(1 + score) : NAN;
+}
+
 /*
  * rl_refill for a sliding window: at a new window the current window's
  * count becomes prev when the two are adjacent, and 0 otherwise; value
  * starts at capacity.  A missing prev (NaN: a state written under another
  * kind, before a redefinition) counts as a full previous window, N: what
  * that window granted is unknown, and assuming less could admit more than
- * the bound in the first window after the change.
+ * the bound in the first window after the change.  So does a negative one
+ * (another kind's offence score, or a hand edit): never as empty.
  */
 static RlState
 sliding_refill(const RlPolicy *policy, int64_t origin, RlState state,
@@ -469,10 +477,8 @@ sliding_refill(const RlPolicy *policy, int64_t origin, RlState state,
 	int64_t		from = rl_window_start(state.ts, origin, policy->period);
 	int64_t		to = rl_window_start(now, origin, policy->period);
 
-	if (isnan(out.prev))
+	if (isnan(out.prev) || out.prev < 0)
 		out.prev = policy->capacity;
-	else if (!(out.prev > 0))
-		out.prev = 0;
 	if (to > from)
 	{
 		uint64_t	span = (uint64_t) to - (uint64_t) from;
@@ -497,7 +503,7 @@ sliding_available(const RlPolicy *policy, RlState state, int64_t t)
 {
 	int64_t		into;
 
-	if (isnan(state.prev))
+	if (isnan(state.prev) || state.prev < 0)
 		state.prev = policy->capacity;	/* as sliding_refill */
 	if (!(state.prev > 0))
 		return state.value;
@@ -539,8 +545,13 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 
 	if (policy->kind == RL_SLIDING_WINDOW)
 		return sliding_refill(policy, origin, state, now);
-	/* another kind's number, left by a redefinition, is not kept */
-	out.prev = NAN;
+	/*
+	 * A sliding window's count, left by a redefinition, is not kept; an
+	 * offence score is, even without escalation (it may be switched on
+	 * again).
+	 */
+	if (!(state.prev < 0))
+		out.prev = NAN;
 	if (policy->kind == RL_TOKEN_BUCKET)
 	{
 		if (now > state.ts)
@@ -584,7 +595,53 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 		}
 	}
 	out.value = fmin(out.value, policy->capacity);
+	/* the offence score, forgotten up to the new ts */
+	if (RL_POLICY_ESCALATES(policy) && out.ts > state.ts)
+		out.prev = score_prev(rl_offence_score(policy, state, out.ts));
 	return out;
+}
+
+/*
+ * The offence score of a state at time t (escalation): the one stored in
+ * prev as -(1 + score), less one per block_horizon since ts.  Forgetting
+ * starts only once t passes ts, so not during a block (whose ts is its
+ * end).  0 for no score: NaN, or a sliding window's count.
+ */
+double
+rl_offence_score(const RlPolicy *policy, RlState state, int64_t t)
+{
+	double		score = state.prev <= -1 ? -state.prev - 1 : 0;
+
+	if (!(score > 0) || !RL_POLICY_ESCALATES(policy))
+		return score > 0 ? score : 0;
+	if (t > state.ts)
+		score -= (double) ((uint64_t) t - (uint64_t) state.ts) /
+			(double) policy->block_horizon;
+	return score > 0 ? score : 0;
+}
+
+/*
+ * How long an automatic block of state at now lasts: block_for, times
+ * block_factor for every offence the key's score still holds, a part of
+ * one (an offence being forgotten) counting whole, at most block_max.
+ * block_for without escalation.  Rounded up rather than down: a score
+ * starts to decay as soon as a block ends, so a repeated offence within
+ * the horizon finds 1 - a little, which must still escalate.
+ */
+int64_t
+rl_escalated_block_for(const RlPolicy *policy, const RlState *state,
+					   int64_t now)
+{
+	double		offences;
+	double		duration;
+
+	if (!RL_POLICY_ESCALATES(policy) || state == NULL)
+		return policy->block_for;
+	offences = ceil(rl_offence_score(policy, *state, now));
+	duration = (double) policy->block_for * pow(policy->block_factor, offences);
+	if (!(duration < (double) policy->block_max))
+		return policy->block_max;
+	return (int64_t) duration;
 }
 
 /*
@@ -606,7 +663,9 @@ rl_state_is_idle(const RlPolicy *policy, int64_t origin, RlState state,
 	if (rl_initial_state(policy, origin, now, &fresh) != RL_DECIDED)
 		return false;
 	return current.value >= fresh.value && current.ts == fresh.ts &&
-		!(RL_KIND_HAS_PREV(policy->kind) && current.prev > 0);
+		!(RL_KIND_HAS_PREV(policy->kind) && current.prev > 0) &&
+		!(RL_POLICY_ESCALATES(policy) &&
+		  rl_offence_score(policy, state, now) > 0);
 }
 
 /*
@@ -674,6 +733,22 @@ rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
 		RL_DECIDED ||
 		!add_before_end(now, wait, at))
 		return false;
+	if (RL_POLICY_ESCALATES(policy))
+	{
+		/* and once the offence score is forgotten, a microsecond late */
+		double		score = rl_offence_score(policy, state, state.ts);
+		double		forgotten = ceil(score * (double) policy->block_horizon) + 1;
+		int64_t		until;
+
+		if (score > 0)
+		{
+			if (!(forgotten < (double) RL_MAX_WAIT) ||
+				!add_before_end(state.ts, (int64_t) forgotten, &until))
+				return false;
+			if (until > *at)
+				*at = until;
+		}
+	}
 	return rl_state_is_idle(policy, origin, state, *at);
 }
 
@@ -1296,6 +1371,9 @@ rl_penalize_state(const RlPolicy *policy, int64_t origin,
  * A deficit the key would still owe then (reservations outstanding) is
  * kept: a block never forgives a debt.  A block that already lasts longer
  * is kept as it is: ts never moves backwards.
+ *
+ * With escalation (block_factor), every block, rl_block's too, adds one
+ * to the key's offence score as it stood at now.
  */
 RlStatus
 rl_block_state(const RlPolicy *policy, int64_t origin, const RlState *state,
@@ -1305,10 +1383,12 @@ rl_block_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 	int64_t		until;
 	int64_t		ts;
 	RlStatus	status;
+	double		score;
 
 	status = current_state(policy, origin, state, now, &current);
 	if (status != RL_DECIDED)
 		return status;
+	score = rl_offence_score(policy, current, now);
 	if (duration <= 0 || !add_before_end(now, duration, &until))
 		return RL_TIME_OUT_OF_RANGE;
 	if (policy->kind == RL_TOKEN_BUCKET)
@@ -1332,6 +1412,9 @@ rl_block_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 	else
 		*out = rl_refill(policy, origin, current, ts);
 	out->value = fmin(out->value, 0);
+	/* one offence more, forgotten only from the block's end on */
+	if (RL_POLICY_ESCALATES(policy))
+		out->prev = score_prev(score + 1);
 	return check_refillable(policy, origin, *out, now);
 }
 

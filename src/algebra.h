@@ -117,12 +117,23 @@ typedef struct RlPolicy
 	bool		shadow;			/* grant what it would refuse, and count it */
 	int64_t		block_for;		/* block a refused key this long; 0: never */
 	bool		overrides;		/* some keys have a policy of their own */
+	/* escalation of block_for (token bucket and fixed window only) */
+	double		block_factor;	/* each offence multiplies; 0: no escalation */
+	int64_t		block_max;		/* longest escalated block */
+	int64_t		block_horizon;	/* one offence is forgotten per horizon */
 } RlPolicy;
+
+/* True when a policy escalates its automatic blocks (block_factor). */
+#define RL_POLICY_ESCALATES(policy) \
+	((policy)->block_factor >= 1 && !RL_KIND_HAS_PREV((policy)->kind) && \
+	 (policy)->block_horizon > 0)
 
 /*
  * The numbers stored per (name, key, shard).  prev is the sliding
- * window's third number, the count of the window before ts's; the other
- * kinds carry NaN there (stored as NULL) and never read it.
+ * window's third number, the count of the window before ts's.  A token
+ * bucket or fixed window keeps its offence score there (escalation), as
+ * -(1 + score), so always <= -1 and never a count; NaN (stored as NULL)
+ * for no offence.
  */
 typedef struct RlState
 {
@@ -215,6 +226,10 @@ extern RlStatus rl_refund_state(const RlPolicy *policy, int64_t origin,
 extern RlStatus rl_penalize_state(const RlPolicy *policy, int64_t origin,
 								  const RlState *state, int64_t now,
 								  double count, RlState *out);
+extern double rl_offence_score(const RlPolicy *policy, RlState state,
+							   int64_t t);
+extern int64_t rl_escalated_block_for(const RlPolicy *policy,
+									  const RlState *state, int64_t now);
 extern RlStatus rl_block_state(const RlPolicy *policy, int64_t origin,
 							   const RlState *state, int64_t now,
 							   int64_t duration, RlState *out);

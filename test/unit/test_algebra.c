@@ -1288,6 +1288,112 @@ run_sliding(void)
 		   "sliding: missing prev is a full window");
 }
 
+/*
+ * Escalating blocks: a token bucket of 5 per 15 min blocked for 10 min,
+ * doubling, at most 35 min, one offence forgotten per day.  The score s
+ * is stored in prev as -(1 + s).
+ */
+static void
+run_escalation(void)
+{
+	RlPolicy	tb = bucket(5, 15 * MIN, 5);
+	RlPolicy	plain;
+	RlPolicy	fw = window(5, HOUR, 5, 0);
+	RlPolicy	sw = sliding(8, 64 * SEC);
+	RlState		out;
+	int64_t		at;
+
+	tb.block_for = 10 * MIN;
+	plain = tb;
+	tb.block_factor = 2;
+	tb.block_max = 35 * MIN;
+	tb.block_horizon = DAY;
+	fw.block_for = 10 * MIN;
+	fw.block_factor = 2;
+	fw.block_max = 35 * MIN;
+	fw.block_horizon = DAY;
+
+	/* decay: one per day once t passes ts, never below 0, not before ts */
+	expect(rl_offence_score(&tb, st3(5, 0, -4), 0) == 3 &&
+		   near(rl_offence_score(&tb, st3(5, 0, -4), DAY / 2), 2.5) &&
+		   near(rl_offence_score(&tb, st3(5, 0, -4), DAY), 2) &&
+		   rl_offence_score(&tb, st3(5, 0, -4), 10 * DAY) == 0 &&
+		   rl_offence_score(&tb, st3(5, DAY, -4), 0) == 3,
+		   "escalation: score decays one per horizon after ts");
+	expect(rl_offence_score(&tb, st3(5, 0, NAN), 0) == 0 &&
+		   rl_offence_score(&tb, st3(5, 0, 4), 0) == 0 &&
+		   rl_offence_score(&tb, st3(5, 0, -0.5), 0) == 0,
+		   "escalation: no score in NaN, a count or a hand edit above -1");
+
+	/* 1x, 2x, 4x capped at 35 min, back to 1x a horizon after the end */
+	expect(rl_escalated_block_for(&tb, NULL, 0) == 10 * MIN &&
+		   rl_escalated_block_for(&tb, &(RlState) {0, 0, NAN}, HOUR) == 10 * MIN,
+		   "escalation: a first offence blocks block_for");
+	expect(rl_escalated_block_for(&tb, &(RlState) {5, 0, -2}, HOUR) == 20 * MIN,
+		   "escalation: a second offence within the horizon, factor x");
+	tb.block_max = DAY;
+	expect(rl_escalated_block_for(&tb, &(RlState) {5, 0, -3}, HOUR) == 40 * MIN,
+		   "escalation: a third, factor squared");
+	tb.block_max = 35 * MIN;
+	expect(rl_escalated_block_for(&tb, &(RlState) {5, 0, -3}, HOUR) == 35 * MIN &&
+		   rl_escalated_block_for(&tb, &(RlState) {5, 0, -101}, HOUR) == 35 * MIN &&
+		   rl_escalated_block_for(&tb, &(RlState) {5, 0, -1e300}, HOUR) == 35 * MIN,
+		   "escalation: capped at block_max");
+	expect(rl_escalated_block_for(&tb, &(RlState) {5, 0, -2}, DAY - 1) == 20 * MIN &&
+		   rl_escalated_block_for(&tb, &(RlState) {5, 0, -2}, DAY) == 10 * MIN &&
+		   rl_escalated_block_for(&tb, &(RlState) {5, 0, -3}, DAY + HOUR) == 20 * MIN &&
+		   rl_escalated_block_for(&tb, &(RlState) {5, 0, -3}, 2 * DAY) == 10 * MIN,
+		   "escalation: one offence forgotten per horizon");
+	expect(rl_escalated_block_for(&tb, &(RlState) {0, 2 * DAY, -2}, DAY) == 20 * MIN,
+		   "escalation: nothing forgotten during a block");
+	expect(rl_escalated_block_for(&plain, &(RlState) {5, 0, -3}, HOUR) == 10 * MIN,
+		   "escalation: none without block_factor");
+
+	/* a block adds one to the score at its time, kept until its end */
+	expect(rl_block_state(&tb, 0, NULL, 0, 10 * MIN, &out) == RL_DECIDED &&
+		   same3(out, st3(0, 10 * MIN, -2)),
+		   "escalation: a first block stores score 1");
+	expect(rl_block_state(&tb, 0, &(RlState) {5, 0, -2}, DAY / 2, 20 * MIN,
+						  &out) == RL_DECIDED &&
+		   same3(out, st3(0, DAY / 2 + 20 * MIN, -2.5)),
+		   "escalation: a block adds one to the decayed score");
+	expect(rl_block_state(&plain, 0, &(RlState) {5, 0, -2}, DAY / 2, 20 * MIN,
+						  &out) == RL_DECIDED && out.prev == -2,
+		   "escalation: without block_factor a block keeps prev");
+	expect(rl_block_state(&fw, 0, NULL, 10 * MIN, 10 * MIN, &out) == RL_DECIDED &&
+		   same3(out, st3(0, 0, -2)),
+		   "escalation: a fixed window's block stores score 1");
+
+	/* the refill carries the decayed score to the new ts */
+	expect(same3(rl_refill(&tb, 0, st3(0, 0, -3), DAY / 2),
+				 st3(5, DAY / 2, -2.5)) &&
+		   isnan(rl_refill(&tb, 0, st3(0, 0, -2), 2 * DAY).prev) &&
+		   same3(rl_refill(&tb, 0, st3(0, 0, -3), 0), st3(0, 0, -3)),
+		   "escalation: a token bucket's refill decays the score");
+	expect(same3(rl_refill(&fw, 0, st3(0, 0, -3), DAY / 2 + 10 * MIN),
+				 st3(5, DAY / 2, -2.5)),
+		   "escalation: a fixed window's refill decays it to the window start");
+	expect(rl_refill(&plain, 0, st3(0, 0, -3), DAY).prev == -3 &&
+		   isnan(rl_refill(&plain, 0, st3(0, 0, 3), DAY).prev),
+		   "escalation: without block_factor a score is kept, a count dropped");
+
+	/* idle only once the score is forgotten */
+	expect(!rl_state_is_idle(&tb, 0, st3(5, 0, -2), DAY / 2) &&
+		   rl_state_is_idle(&tb, 0, st3(5, 0, -2), DAY) &&
+		   rl_state_is_idle(&plain, 0, st3(5, 0, -2), DAY / 2),
+		   "escalation: not idle while the score lasts");
+	expect(rl_idle_at(&tb, 0, st3(5, 0, -2), 0, &at) && at > DAY - 2 &&
+		   at <= DAY + 2 && rl_state_is_idle(&tb, 0, st3(5, 0, -2), at) &&
+		   rl_idle_at(&tb, 0, st3(0, 10 * MIN, -3), 0, &at) &&
+		   at > 10 * MIN + 2 * DAY - 2 && at <= 10 * MIN + 2 * DAY + 2,
+		   "escalation: idle_at waits for the score");
+
+	/* a sliding window reads a negative prev as a full previous window */
+	expect(near(rl_available(&sw, 0, st3(3, 0, -2), 10 * SEC), 3 - 8 * 54.0 / 64) &&
+		   near(rl_available(&sw, 0, st3(3, 0, -0.5), 10 * SEC), 3 - 8 * 54.0 / 64),
+		   "escalation: a sliding window reads a score as a full window");
+}
+
 int
 main(void)
 {
@@ -1306,6 +1412,7 @@ main(void)
 	run_http();
 	run_calendar();
 	run_sliding();
+	run_escalation();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
