@@ -11,14 +11,27 @@ ALTER TABLE @extschema@.rl_definitions ADD COLUMN storage text NOT NULL DEFAULT 
 COMMENT ON COLUMN @extschema@.rl_definitions.storage IS
 	'where the limit''s state lives: ''table'' (rows of rate_limits) or ''memory'' (the memory store, in shared memory)';
 
--- Shadow mode and automatic blocks (1.3): options of a defined limit.
+-- Shadow mode and automatic blocks, escalating with block_factor (1.3):
+-- options of a defined limit.
 ALTER TABLE @extschema@.rl_definitions ADD COLUMN shadow boolean NOT NULL DEFAULT false,
 	ADD COLUMN block_for interval
-		CHECK (block_for OPERATOR(pg_catalog.>) '0'::pg_catalog.interval);
+		CHECK (block_for OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
+	ADD COLUMN block_factor float8
+		CHECK (block_factor OPERATOR(pg_catalog.>=) 1),
+	ADD COLUMN block_max interval
+		CHECK (block_max OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
+	ADD COLUMN block_horizon interval
+		CHECK (block_horizon OPERATOR(pg_catalog.>) '0'::pg_catalog.interval);
 COMMENT ON COLUMN @extschema@.rl_definitions.shadow IS
 	'shadow mode: every call is granted, and those the limit would refuse take nothing and are counted in rl_stats.shadow_refused';
 COMMENT ON COLUMN @extschema@.rl_definitions.block_for IS
 	'a refused call blocks its key this long (not lengthened by calls refused during the block); NULL: no automatic block';
+COMMENT ON COLUMN @extschema@.rl_definitions.block_factor IS
+	'escalation: an automatic block lasts block_for times block_factor for every offence the key still owes (each block adds one, one is forgotten per block_horizon); NULL: every block lasts block_for';
+COMMENT ON COLUMN @extschema@.rl_definitions.block_max IS
+	'escalation: the longest automatic block; NULL: 100 years';
+COMMENT ON COLUMN @extschema@.rl_definitions.block_horizon IS
+	'escalation: one offence is forgotten per block_horizon once a block ends; NULL: 1 day';
 
 -- Calendar windows (1.3): a fixed window whose windows are the days,
 -- weeks, months or years of a time zone.  time_zone is the last column of
@@ -72,15 +85,18 @@ CREATE FUNCTION @extschema@.rl_define(
 	storage text DEFAULT 'table',
 	time_zone text DEFAULT NULL,
 	shadow boolean DEFAULT false,
-	block_for interval DEFAULT NULL)
+	block_for interval DEFAULT NULL,
+	block_factor float8 DEFAULT NULL,
+	block_max interval DEFAULT NULL,
+	block_horizon interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_define'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) IS
-	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; time_zone: a fixed window of calendar windows (1 day, 1 week, 1 month or 1 year) starting at local midnight there; shadow: grant and count what it would refuse; block_for: block a key that is refused; the state of the store it keeps is kept';
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; time_zone: a fixed window of calendar windows (1 day, 1 week, 1 month or 1 year) starting at local midnight there; shadow: grant and count what it would refuse; block_for: block a key that is refused, for longer on repeated offences with block_factor (up to block_max, one offence forgotten per block_horizon); the state of the store it keeps is kept';
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) TO PUBLIC;
 
@@ -395,7 +411,8 @@ GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, bool
 
 -- Per-key overrides (1.3): a key of a defined rate limit may carry its own
 -- rate, period, capacity and max_reserved; every other column (kind,
--- shards, start, storage, shadow, block_for) is the definition's.  Its
+-- shards, start, storage, shadow, block_for and its escalation) is the
+-- definition's.  Its
 -- state is stored as an inline policy's is (the name, U+001F and the whole
 -- policy), so a row or memory entry is always judged under the policy it
 -- was written with.  The same triggers as rl_definitions keep every
@@ -477,7 +494,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @e
 -- rows written before keep their meaning as they are.
 ALTER TABLE @extschema@.rate_limits ADD COLUMN prev float8;
 COMMENT ON COLUMN @extschema@.rate_limits.prev IS
-	'sliding window: what the window before the one starting at ts counted; NULL for the other kinds';
+	'sliding window: what the window before the one starting at ts counted; token bucket and fixed window: the key''s offence score s for escalating blocks (block_factor), stored as -(1 + s), NULL for none';
 ALTER TABLE @extschema@.rl_definitions
 	DROP CONSTRAINT rl_definitions_kind_check,
 	ADD CONSTRAINT rl_definitions_kind_check CHECK (

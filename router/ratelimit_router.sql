@@ -120,13 +120,15 @@ CREATE FUNCTION rl_define(name text, kind text, rate float8, period interval,
 	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1, start timestamptz DEFAULT NULL,
 	storage text DEFAULT 'table', time_zone text DEFAULT NULL,
-	shadow boolean DEFAULT false, block_for interval DEFAULT NULL)
+	shadow boolean DEFAULT false, block_for interval DEFAULT NULL,
+	block_factor float8 DEFAULT NULL, block_max interval DEFAULT NULL,
+	block_horizon interval DEFAULT NULL)
 RETURNS SETOF boolean LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
 	RUN ON ALL;
-	SELECT true AS rl_define FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start, storage, time_zone, shadow, block_for);
+	SELECT true AS rl_define FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start, storage, time_zone, shadow, block_for, block_factor, block_max, block_horizon);
 $$;
-COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) IS
+COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) IS
 	'create or replace a named rate limit on every partition (storage ''table'' or ''memory'': each partition keeps its own keys'' state); a row per partition';
 
 CREATE FUNCTION rl_undefine(name text)
@@ -170,7 +172,7 @@ COMMENT ON FUNCTION rl_fixed_window(float8, interval, float8, float8, integer, t
 
 -- As in the extension: applications consume, check and read; the
 -- administrative functions stay with the owner until granted.
-REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_gc(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_reset(text, text) FROM PUBLIC;

@@ -1454,6 +1454,7 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	now = rl_clock_now();
 	if (rl_state_is_blocked(&target->policy, target->origin, state, now))
 		return;
+	/* adjust_key escalates block_for by the key's offences, if set */
 	state = adjust_key(target, RL_ADJUST_BLOCK, 0, target->policy.block_for,
 					   &blocked);
 	policy = row_policy(target);
@@ -2101,6 +2102,8 @@ adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
 		 * meanwhile is checked at commit.
 		 */
 		*blocked = !rl_memory_block_pending(&k, &since);
+		/* the automatic block's length, escalated by the key's offences */
+		duration = rl_escalated_block_for(&target->policy, &state, now);
 		adjust_row(&target->policy, target->origin, kind, &state,
 				   *blocked ? now : since, amount, duration, &next);
 		if (*blocked)
@@ -2135,9 +2138,11 @@ rl_adjust(RlTarget *target, RlAdjustment kind, double amount, int64 duration)
 }
 
 /*
- * rl_adjust; for a block, blocked (when not NULL) asks to leave a table
- * limit's key that is blocked once its row is held as it is: *blocked
- * then receives false, and true when the block was written.
+ * rl_adjust; for a block, blocked (when not NULL) asks for an automatic
+ * block (block_for): a table limit's key that is blocked once its row is
+ * held is left as it is (*blocked then receives false, and true when the
+ * block was written), and the block lasts block_for escalated by the key's
+ * offences (rl_escalated_block_for) rather than duration.
  */
 static RlState
 adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
@@ -2184,6 +2189,9 @@ adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
 			check_state_time(&total, now);
 			return total;
 		}
+		/* the automatic block's length, escalated by the key's offences */
+		if (nshards == 1)
+			duration = rl_escalated_block_for(&policy, &states[0], now);
 	}
 
 	if (kind == RL_ADJUST_REFUND && nshards > 1)

@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include <math.h>
 
 #include "access/htup_details.h"
 #include "funcapi.h"
@@ -227,6 +228,9 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	policy->shadow = false;
 	policy->block_for = 0;
 	policy->overrides = false;
+	policy->block_factor = 0;
+	policy->block_max = 0;
+	policy->block_horizon = 0;
 	require_column(nulls, RL_POLICY_KIND);
 	kind = TextDatumGetCString(values[RL_POLICY_KIND]);
 	if (!rl_kind_parse(kind, &policy->kind))
@@ -280,11 +284,71 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 				 errmsg("%s", problem)));
 }
 
+/* An interval option of a definition in microseconds, 1 us to 100 years. */
+static int64
+option_interval(Datum value, const char *name)
+{
+	double		usecs = rl_interval_usecs(DatumGetIntervalP(value));
+
+	if (!(usecs >= 1 && usecs <= (double) RL_MAX_PERIOD))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between 1 microsecond and 100 years", name)));
+	return (int64) usecs;
+}
+
 /*
- * The options of a defined limit, columns RL_DEFINITION_SHADOW and
- * RL_DEFINITION_BLOCK_FOR of values (NULL: the default, off), into a
+ * Escalation of automatic blocks: block_factor (NULL: none), block_max
+ * (NULL: 100 years) and block_horizon (NULL: 1 day), kept in the state's
+ * third number, so not for a kind that has one of its own.
+ */
+static void
+escalation_from_values(Datum *values, bool *nulls, RlPolicy *policy)
+{
+	policy->block_factor = 0;
+	policy->block_max = RL_MAX_PERIOD;
+	policy->block_horizon = RL_USECS_PER_DAY;
+	if (nulls[RL_DEFINITION_BLOCK_FACTOR])
+	{
+		if (!nulls[RL_DEFINITION_BLOCK_MAX] ||
+			!nulls[RL_DEFINITION_BLOCK_HORIZON])
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("block_max and block_horizon need block_factor")));
+		return;
+	}
+	policy->block_factor = DatumGetFloat8(values[RL_DEFINITION_BLOCK_FACTOR]);
+	if (!(policy->block_factor >= 1 && isfinite(policy->block_factor)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("block_factor must be a finite number of at least 1")));
+	if (policy->block_for <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("block_factor needs block_for"),
+				 errhint("block_for is the first block, which block_factor multiplies for repeated offences.")));
+	if (RL_KIND_HAS_PREV(policy->kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a sliding window limit cannot have block_factor"),
+				 errdetail("Its state has no room for an offence score: the third number holds the previous window's count.")));
+	if (!nulls[RL_DEFINITION_BLOCK_MAX])
+		policy->block_max = option_interval(values[RL_DEFINITION_BLOCK_MAX],
+											"block_max");
+	if (policy->block_max < policy->block_for)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("block_max must not be shorter than block_for")));
+	if (!nulls[RL_DEFINITION_BLOCK_HORIZON])
+		policy->block_horizon =
+			option_interval(values[RL_DEFINITION_BLOCK_HORIZON], "block_horizon");
+}
+
+/*
+ * The options of a defined limit, columns RL_DEFINITION_SHADOW to
+ * RL_DEFINITION_BLOCK_HORIZON of values (NULL: the default, off), into a
  * policy rl_policy_from_values has filled.  A concurrency limit has
- * neither: it refuses nothing a block or a shadow could apply to.
+ * none: it refuses nothing a block or a shadow could apply to.
  */
 void
 rl_definition_options_from_values(Datum *values, bool *nulls,
@@ -294,16 +358,8 @@ rl_definition_options_from_values(Datum *values, bool *nulls,
 		DatumGetBool(values[RL_DEFINITION_SHADOW]);
 	policy->block_for = 0;
 	if (!nulls[RL_DEFINITION_BLOCK_FOR])
-	{
-		double		block_for =
-			rl_interval_usecs(DatumGetIntervalP(values[RL_DEFINITION_BLOCK_FOR]));
-
-		if (!(block_for >= 1 && block_for <= (double) RL_MAX_PERIOD))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("block_for must be between 1 microsecond and 100 years")));
-		policy->block_for = (int64) block_for;
-	}
+		policy->block_for = option_interval(values[RL_DEFINITION_BLOCK_FOR],
+											"block_for");
 	if (policy->block_for > 0 && policy->shards > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -311,10 +367,12 @@ rl_definition_options_from_values(Datum *values, bool *nulls,
 				 errdetail("Shards serve one hot key, such as a global limit; blocking it would block every caller."),
 				 errhint("Block the keys of a limit without shards, or call rl_block().")));
 	if (RL_KIND_IS_CONCURRENCY(policy->kind) &&
-		(policy->shadow || policy->block_for > 0))
+		(policy->shadow || policy->block_for > 0 ||
+		 !nulls[RL_DEFINITION_BLOCK_FACTOR]))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a concurrency limit has no shadow mode and no block_for")));
+	escalation_from_values(values, nulls, policy);
 }
 
 /* Check and convert an inline policy, a value of type rl_policy. */
