@@ -189,3 +189,87 @@ SELECT value, ts FROM rl_value('twice_m', 'k');
 SELECT value, ts FROM rl_value('twice_t', 'k');
 SELECT name, refused, blocks FROM rl_stats
 WHERE datname = current_database() AND name LIKE 'twice%' ORDER BY name;
+
+-- Escalation: 1 a minute; a refusal blocks for 10 minutes, doubled for
+-- each offence the key still owes (each block adds one, one is forgotten
+-- per day once a block is over), at most an hour.  retry_after is the
+-- block plus the minute the empty key takes to refill.
+SET ratelimit.now_override = '2026-05-01 00:00:00+00';
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 2, block_max => '1 hour', block_horizon => '1 day');
+SELECT rl_define('esc_m', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 2, block_max => '1 hour', storage => 'memory');
+SELECT name, block_for, block_factor, block_max, block_horizon
+FROM rl_definitions WHERE name LIKE 'esc%' ORDER BY name;
+-- a first offence: 10 minutes
+SELECT * FROM calls('esc_t', 2);
+SELECT * FROM calls('esc_m', 2);
+-- score 1, kept until the block ends at 00:10
+SELECT value, ts, prev FROM rate_limits WHERE name = 'esc_t';
+-- within the horizon after it ends: 20 minutes, then 40
+SET ratelimit.now_override = '2026-05-01 00:20:00+00';
+SELECT * FROM calls('esc_t', 2);
+SELECT * FROM calls('esc_m', 2);
+SET ratelimit.now_override = '2026-05-01 01:00:00+00';
+SELECT * FROM calls('esc_t', 2);
+SELECT * FROM calls('esc_m', 2);
+-- then 80, capped at block_max: an hour
+SET ratelimit.now_override = '2026-05-01 02:00:00+00';
+SELECT * FROM calls('esc_t', 2);
+SELECT * FROM calls('esc_m', 2);
+SELECT name, refused, blocks FROM rl_stats
+WHERE datname = current_database() AND name LIKE 'esc%' ORDER BY name;
+-- two days after the last block: about two offences are left, so the key
+-- is not idle and rl_gc keeps it (on the memory store too: the next
+-- offence still escalates, to 40 minutes)
+SET ratelimit.now_override = '2026-05-03 03:00:00+00';
+SELECT name, idle, round(stored_prev::numeric, 3) AS stored_prev
+FROM rl_status WHERE name = 'esc_t';
+SELECT rl_gc(100000) >= 0 AS collected;
+SELECT count(*) AS kept FROM rate_limits WHERE name = 'esc_t';
+SELECT * FROM calls('esc_t', 2);
+SELECT * FROM calls('esc_m', 2);
+-- several horizons later every offence is forgotten: the key is idle,
+-- rl_gc deletes it, and a refusal blocks for 10 minutes again
+SET ratelimit.now_override = '2026-05-06 04:00:00+00';
+SELECT name, idle FROM rl_status WHERE name = 'esc_t';
+SELECT rl_gc(100000) >= 1 AS collected;
+SELECT count(*) AS kept FROM rate_limits WHERE name = 'esc_t';
+SELECT * FROM calls('esc_t', 2);
+SELECT * FROM calls('esc_m', 2);
+-- rl_block is an offence too: a refusal after it ends escalates
+SELECT value, ts FROM rl_block('esc_t', 'b', '1 minute');
+SELECT value, ts FROM rl_block('esc_m', 'b', '1 minute');
+SELECT round(prev::numeric, 3) AS prev FROM rate_limits WHERE name = 'esc_t' AND key = 'b';
+SET ratelimit.now_override = '2026-05-06 04:05:00+00';
+SELECT * FROM calls('esc_t', 2, 'b');
+SELECT * FROM calls('esc_m', 2, 'b');
+
+-- bad escalation options: 22023, and nothing changes
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 0.5);
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 'NaN');
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 'Infinity');
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_factor => 2);
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_max => '1 hour');
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 2, block_max => '5 minutes');
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 2, block_max => '0');
+SELECT rl_define('esc_t', 'token bucket', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 2, block_horizon => '101 years');
+SELECT rl_define('esc_t', 'sliding window', 1, '1 minute', block_for => '10 minutes',
+	block_factor => 2);
+SELECT rl_define('esc_t', 'token bucket', 100, '1 second', shards => 4,
+	block_for => '10 minutes', block_factor => 2);
+SELECT name, kind, shards, block_for, block_factor, block_max, block_horizon
+FROM rl_definitions WHERE name = 'esc_t';
+-- a hand edit is checked at the next call
+UPDATE rl_definitions SET block_factor = 'NaN' WHERE name = 'esc_t';
+SELECT ok FROM rl_limit('esc_t', 'h');
+UPDATE rl_definitions SET block_factor = 2 WHERE name = 'slots';
+SELECT rl_acquire('slots', 'k');
+UPDATE rl_definitions SET block_factor = NULL WHERE name IN ('esc_t', 'slots');

@@ -852,6 +852,30 @@ rl_gc_memory(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The escalation of a defined limit's automatic blocks, which the view's
+ * policy (columns of rl_policy) does not carry: a row whose offence score
+ * lives is not idle (rl_gc keeps it).  Nothing for an inline policy's row.
+ */
+static void
+definition_escalation(RlCallCache *cache, text *name, RlPolicy *policy)
+{
+	RlPolicy	defined;
+	int			len = VARSIZE_ANY_EXHDR(name);
+
+	if (len > RL_MAX_NAME_BYTES || memchr(VARDATA_ANY(name), '\x1f', len))
+		return;
+	rl_storage_begin(cache->nspid);
+	if (rl_definition_lookup(name, &defined) && defined.kind == policy->kind)
+	{
+		policy->block_for = defined.block_for;
+		policy->block_factor = defined.block_factor;
+		policy->block_max = defined.block_max;
+		policy->block_horizon = defined.block_horizon;
+	}
+	rl_storage_end();
+}
+
+/*
  * rl_status_row(policy, name, key, value, ts): one stored row brought
  * forward to now, for the view rl_status.  STRICT: a row with no
  * definition has no known policy.
@@ -878,6 +902,7 @@ rl_status_row(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
 														  values, nulls)));
 	}
+	definition_escalation(cache, PG_GETARG_TEXT_PP(1), &policy);
 	rl_target_for_row(&target, PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
 					  &policy);
 	stored.value = PG_GETARG_FLOAT8(3);

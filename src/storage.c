@@ -1316,26 +1316,30 @@ rl_storage_memory_definitions(void)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT name, kind, rate, period, capacity, max_reserved,"
-					 " shards, start, storage, time_zone FROM ONLY %s.rl_definitions"
+					 " shards, start, storage, time_zone, shadow, block_for,"
+					 " block_factor, block_max, block_horizon"
+					 " FROM ONLY %s.rl_definitions"
 					 " WHERE storage" EQ "'memory'",
 					 quote_identifier(plans_nspname));
 	run_fresh(sql.data, 0, NULL, NULL);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		Datum		values[RL_POLICY_NATTS];
-		bool		nulls[RL_POLICY_NATTS];
+		Datum		values[RL_DEFINITION_NATTS];
+		bool		nulls[RL_DEFINITION_NATTS];
 		Datum		name;
 		MemoryContext spi;
 		RlDefinitionRow *row;
 
 		if (!result_column(i, 1, &name))
 			continue;
-		for (int c = 0; c < RL_POLICY_NATTS; c++)
+		for (int c = 0; c < RL_DEFINITION_NATTS; c++)
 			nulls[c] = !result_column(i, c + 2, &values[c]);
 		spi = MemoryContextSwitchTo(caller);
 		row = palloc(sizeof(RlDefinitionRow));
 		row->name = DatumGetTextPCopy(name);
 		rl_policy_from_values(values, nulls, &row->policy);
+		/* with its escalation: an entry whose offences live is not idle */
+		rl_definition_options_from_values(values, nulls, &row->policy);
 		rows = lappend(rows, row);
 		MemoryContextSwitchTo(spi);
 	}
