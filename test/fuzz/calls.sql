@@ -7,7 +7,7 @@ SELECT setseed(0.42);
 CREATE TEMP TABLE outcome (fn text, sqlstate text);
 DO $$
 DECLARE
-  names text[] := ARRAY['tb', 'fw', 'mem', 'inline', NULL, '', 'x''y', '%s%n', E'\\', repeat('n', 300), 'é😀'];
+  names text[] := ARRAY['tb', 'fw', 'mem', 'esc', 'escm', 'inline', NULL, '', 'x''y', '%s%n', E'\\', repeat('n', 300), 'é😀'];
   keys text[] := ARRAY['1', '2', NULL, '', 'k', E'O''Brien', '%s', E'\U0001F600', repeat('k', 2000), E'\u00e9'];
   counts float8[] := ARRAY[1, 0.5, 0, -1, 'NaN', 'Infinity', '-Infinity', 1e308, 11, NULL];
   bools boolean[] := ARRAY[true, false, NULL];
