@@ -273,3 +273,25 @@ SELECT ok FROM rl_limit('esc_t', 'h');
 UPDATE rl_definitions SET block_factor = 2 WHERE name = 'slots';
 SELECT rl_acquire('slots', 'k');
 UPDATE rl_definitions SET block_factor = NULL WHERE name IN ('esc_t', 'slots');
+
+-- a fixed window whose block ends within the window: calls refused during
+-- the block neither block again nor escalate (one offence, one block)
+SET ratelimit.now_override = '2026-06-01 00:10:00+00';
+SELECT rl_define('fw_esc', 'fixed window', 1, '1 hour', block_for => '1 minute',
+	block_factor => 2, start => '2026-06-01 00:00:00+00');
+SELECT rl_define('fw_esc_m', 'fixed window', 1, '1 hour', block_for => '1 minute',
+	block_factor => 2, start => '2026-06-01 00:00:00+00', storage => 'memory');
+SELECT ok FROM rl_limit('fw_esc', 'k');
+SELECT ok FROM rl_limit('fw_esc_m', 'k');
+SELECT * FROM calls('fw_esc', 4);
+SELECT * FROM calls('fw_esc_m', 4);
+SET ratelimit.now_override = '2026-06-01 00:10:30+00';
+SELECT * FROM calls('fw_esc', 3);
+SELECT * FROM calls('fw_esc_m', 3);
+SELECT name, refused, blocks FROM rl_stats
+WHERE datname = current_database() AND name LIKE 'fw\_esc%' ORDER BY name;
+-- after the block (00:11), a refusal in the still empty window is a second
+-- offence: blocked 2 minutes
+SET ratelimit.now_override = '2026-06-01 00:11:30+00';
+SELECT * FROM calls('fw_esc', 1);
+SELECT value, ts FROM rl_value('fw_esc', 'k');

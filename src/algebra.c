@@ -669,11 +669,11 @@ rl_state_is_idle(const RlPolicy *policy, int64_t origin, RlState state,
 }
 
 /*
- * Whether a stored state is blocked at now: counted from a time (a token
- * bucket) or a window (a fixed window) after now's, which only a block
- * leaves (rl_block_state; a clock that stepped back reads the same, and is
- * as good a reason not to block again).  A block that ends within now's
- * window of a fixed window is not told apart from an empty window.
+ * Whether a stored state is blocked at now: counted from a time after now,
+ * or (a window kind) from a window after now's, which only a block leaves
+ * (rl_block_state stores a window's block at its last microsecond; a
+ * clock that stepped back reads the same, and is as good a reason not to
+ * block again).
  */
 bool
 rl_state_is_blocked(const RlPolicy *policy, int64_t origin, RlState state,
@@ -681,8 +681,9 @@ rl_state_is_blocked(const RlPolicy *policy, int64_t origin, RlState state,
 {
 	if (policy->kind == RL_TOKEN_BUCKET)
 		return state.ts > now;
-	return window_of(policy, origin, state.ts) >
-		window_of(policy, origin, now);
+	/* a block ending within now's window is stored at its end (rl_block_state) */
+	return state.ts > now ||
+		window_of(policy, origin, state.ts) > window_of(policy, origin, now);
 }
 
 static RlStatus wait_for(const RlPolicy *policy, int64_t origin, RlState state,
@@ -1407,10 +1408,27 @@ rl_block_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 		/* the window before the first start at or after until */
 		ts = start == until ? until - policy->period : start;
 	}
-	if (current.ts >= ts)
-		*out = current;
+	if (policy->kind == RL_TOKEN_BUCKET)
+	{
+		if (current.ts >= ts)
+			*out = current;
+		else
+			*out = rl_refill(policy, origin, current, ts);
+	}
+	else if (current.ts >= until - 1)
+		*out = current;			/* a block that lasts longer */
 	else
+	{
+		/*
+		 * A window's block is stored at its last microsecond, in the window
+		 * it empties: refilled as from that window's start (the same
+		 * window), but a time after now until the block is over, so that
+		 * rl_state_is_blocked sees a block that ends within the current
+		 * window too, and an offence score is forgotten only from its end.
+		 */
 		*out = rl_refill(policy, origin, current, ts);
+		out->ts = until - 1;
+	}
 	out->value = fmin(out->value, 0);
 	/* one offence more, forgotten only from the block's end on */
 	if (RL_POLICY_ESCALATES(policy))

@@ -746,9 +746,13 @@ run_adjust(void)
 	status = rl_block_state(&tb, 0, NULL, RL_END_TIME - MIN, HOUR, &out);
 	expect(status == RL_TIME_OUT_OF_RANGE, "block: past the end of time");
 
-	/* fixed window: 10 min + 30 min = 40 min, in [0, 1h): refused until 1h */
+	/*
+	 * fixed window: 10 min + 30 min = 40 min, in [0, 1h): refused until 1h;
+	 * stored at the block's last microsecond, in the window it empties
+	 */
 	rl_block_state(&fw, 0, &(RlState) {5, 0}, 10 * MIN, 30 * MIN, &out);
-	expect(out.value == 0 && out.ts == 0, "block: window until the next start");
+	expect(out.value == 0 && out.ts == 40 * MIN - 1,
+		   "block: window until the next start");
 	rl_decide(&fw, 0, &out, 10 * MIN, 1, false, &d);
 	expect(!d.ok && d.retry_after == 50 * MIN, "block: window retry_after");
 	rl_decide(&fw, 0, &out, HOUR - 1, 1, false, &d);
@@ -757,7 +761,7 @@ run_adjust(void)
 	expect(d.ok && near(d.remaining, 4), "block: window granted at the start");
 	/* ending exactly at a window start: refused until that start */
 	rl_block_state(&fw, 0, NULL, 10 * MIN, 50 * MIN, &out);
-	expect(out.ts == 0, "block: ends on a window start");
+	expect(out.ts == HOUR - 1, "block: ends on a window start");
 	/* a microsecond past it: the whole next window is refused too */
 	rl_block_state(&fw, 0, NULL, 10 * MIN, 50 * MIN + 1, &out);
 	rl_decide(&fw, 0, &out, 10 * MIN, 1, false, &d);
@@ -772,12 +776,21 @@ run_adjust(void)
 		   "blocked: a bucket until the block's end");
 	expect(!rl_state_is_blocked(&tb, 0, (RlState) {-5, 0}, 0),
 		   "blocked: an empty bucket is not");
-	/* 10 min + 80 min: ts = 1h, the window before 2h */
+	/*
+	 * 10 min + 80 min: stored at 90 min - 1 us, in [1h, 2h): blocked until
+	 * 90 min (then refused as an empty window until 2h, not blocked)
+	 */
 	rl_block_state(&fw, 0, &(RlState) {5, 0}, 10 * MIN, 80 * MIN, &out);
-	expect(out.ts == HOUR && rl_state_is_blocked(&fw, 0, out, 10 * MIN) &&
-		   rl_state_is_blocked(&fw, 0, out, HOUR - 1) &&
-		   !rl_state_is_blocked(&fw, 0, out, HOUR),
-		   "blocked: a window until the window of its end");
+	expect(out.ts == 90 * MIN - 1 && rl_state_is_blocked(&fw, 0, out, 10 * MIN) &&
+		   rl_state_is_blocked(&fw, 0, out, HOUR) &&
+		   rl_state_is_blocked(&fw, 0, out, 90 * MIN - 2) &&
+		   !rl_state_is_blocked(&fw, 0, out, 90 * MIN - 1),
+		   "blocked: a window until the block's end");
+	/* a block ending within the current window is seen too */
+	rl_block_state(&fw, 0, &(RlState) {5, 0}, 10 * MIN, 5 * MIN, &out);
+	expect(rl_state_is_blocked(&fw, 0, out, 12 * MIN) &&
+		   !rl_state_is_blocked(&fw, 0, out, 15 * MIN),
+		   "blocked: a block ending within the window");
 	expect(!rl_state_is_blocked(&fw, 0, (RlState) {0, 0}, 10 * MIN),
 		   "blocked: an empty window is not");
 
@@ -1036,7 +1049,7 @@ run_calendar(void)
 	s.value = 10;
 	s.ts = utc(2026, 1, 1, 0);
 	expect(rl_block_state(&m, 0, &s, utc(2026, 1, 31, 12), DAY, &r) ==
-		   RL_DECIDED && near(r.value, 0) && r.ts == utc(2026, 2, 1, 0),
+		   RL_DECIDED && near(r.value, 0) && r.ts == utc(2026, 2, 1, 12) - 1,
 		   "calendar: block into the next month");
 	expect(rl_decide(&m, 0, &r, utc(2026, 2, 15, 0), 1, false, &d) ==
 		   RL_DECIDED && !d.ok && d.retry_after == 14 * DAY,
@@ -1045,7 +1058,7 @@ run_calendar(void)
 		   "calendar: blocked");
 	/* a block ending at Feb 1 00:00 empties January only */
 	expect(rl_block_state(&m, 0, &s, utc(2026, 1, 31, 12), 12 * HOUR, &r) ==
-		   RL_DECIDED && near(r.value, 0) && r.ts == utc(2026, 1, 1, 0),
+		   RL_DECIDED && near(r.value, 0) && r.ts == utc(2026, 2, 1, 0) - 1,
 		   "calendar: block to the 1st");
 
 	/*
@@ -1231,7 +1244,7 @@ run_sliding(void)
 
 	/* block 100 s from 10 s: refused until the window that holds 110 s ends */
 	expect(rl_block_state(&sw, 0, NULL, 10 * SEC, 100 * SEC, &out) ==
-		   RL_DECIDED && same3(out, st3(0, 64 * SEC, 0)) &&
+		   RL_DECIDED && same3(out, st3(0, 110 * SEC - 1, 0)) &&
 		   rl_state_is_blocked(&sw, 0, out, 10 * SEC),
 		   "sliding: block");
 	s = out;
@@ -1240,7 +1253,7 @@ run_sliding(void)
 		   "sliding: blocked until the window after the block, then refilling");
 	s = st3(2, 0, 0);
 	expect(rl_block_state(&sw, 0, &s, 10 * SEC, 100 * SEC, &out) ==
-		   RL_DECIDED && same3(out, st3(0, 64 * SEC, 6)),
+		   RL_DECIDED && same3(out, st3(0, 110 * SEC - 1, 6)),
 		   "sliding: a block keeps the count it rolls over");
 
 	/* what the kind refuses */
@@ -1361,7 +1374,7 @@ run_escalation(void)
 						  &out) == RL_DECIDED && out.prev == -2,
 		   "escalation: without block_factor a block keeps prev");
 	expect(rl_block_state(&fw, 0, NULL, 10 * MIN, 10 * MIN, &out) == RL_DECIDED &&
-		   same3(out, st3(0, 0, -2)),
+		   same3(out, st3(0, 20 * MIN - 1, -2)),
 		   "escalation: a fixed window's block stores score 1");
 
 	/* the refill carries the decayed score to the new ts */
