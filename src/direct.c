@@ -59,6 +59,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/index.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opfamily_d.h"
 #include "catalog/pg_collation_d.h"
@@ -796,6 +797,44 @@ modified_version(Relation rel, HeapTuple old, const RlState *state)
 	return heap_modify_tuple(old, RelationGetDescr(rel), values, nulls, replace);
 }
 
+/*
+ * The primary key's entry for a new version of the same row, when it is
+ * the table's only index, without the uniqueness check: the version keeps
+ * the key of the one it replaces, which this transaction holds locked, so
+ * no other row can hold that key, and the check (which visits every
+ * version of the key an index entry leads to, all the versions a held
+ * snapshot keeps) could only find the row's own.  A concurrent insert of
+ * the key still waits for this transaction and then conflicts with this
+ * entry, as with the checked one.  False when the table has other indexes,
+ * which the executor's path serves.
+ */
+static bool
+insert_primary_key_unchecked(Relation rel, HeapTuple new)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Oid			pk = compat_primary_key_index(rel);
+	Relation	index;
+	IndexInfo  *info;
+	Datum		values[3];
+	bool		isnull[3];
+
+	if (list_length(indexes) != 1 || !OidIsValid(pk) ||
+		linitial_oid(indexes) != pk)
+	{
+		list_free(indexes);
+		return false;
+	}
+	list_free(indexes);
+	for (int i = 0; i < 3; i++)
+		values[i] = heap_getattr(new, i + 1, RelationGetDescr(rel), &isnull[i]);
+	index = index_open(pk, RowExclusiveLock);
+	info = BuildIndexInfo(index);
+	index_insert(index, values, isnull, &new->t_self, rel, UNIQUE_CHECK_NO,
+				 true, info);
+	index_close(index, NoLock);
+	return true;
+}
+
 /* The index entries heap_update said the new version needs. */
 static void
 index_new_version(Relation rel, HeapTuple new, CompatIndexUpdate indexes)
@@ -805,7 +844,8 @@ index_new_version(Relation rel, HeapTuple new, CompatIndexUpdate indexes)
 		case COMPAT_INDEXES_NONE:
 			break;
 		case COMPAT_INDEXES_ALL:
-			insert_index_entries(rel, new, false);
+			if (!insert_primary_key_unchecked(rel, new))
+				insert_index_entries(rel, new, false);
 			break;
 		case COMPAT_INDEXES_SUMMARIZING:
 			insert_index_entries(rel, new, true);
