@@ -121,6 +121,20 @@ invalidate(Datum arg, Oid relid)
 }
 
 /*
+ * Learn which tables rl_definitions and rl_overrides are, before reading
+ * either, so that an invalidation of them that arrives during the read is
+ * recognised (invalidate resets both).
+ */
+static void
+know_tables(void)
+{
+	if (OidIsValid(cache_relid))
+		return;
+	cache_relid = rl_storage_definitions_relid();
+	cache_overrides_relid = rl_storage_overrides_relid();
+}
+
+/*
  * Whether every change to rl_definitions reaches this backend: the row
  * trigger that sends the invalidation fires on INSERT, UPDATE and DELETE
  * whatever session_replication_role says (ENABLE ALWAYS), as logical
@@ -222,11 +236,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	 * arrives during the read is recognised; then keep the result only if
 	 * none arrived.
 	 */
-	if (!OidIsValid(cache_relid))
-	{
-		cache_relid = rl_storage_definitions_relid();
-		cache_overrides_relid = rl_storage_overrides_relid();
-	}
+	know_tables();
 	relid = cache_relid;		/* an invalidation during the read resets it */
 	overrides_relid = cache_overrides_relid;
 	seen = generation;
@@ -396,11 +406,7 @@ rl_override_lookup(text *name, text *key, RlPolicy *policy)
 		}
 	}
 
-	if (!OidIsValid(cache_relid))
-	{
-		cache_relid = rl_storage_definitions_relid();
-		cache_overrides_relid = rl_storage_overrides_relid();
-	}
+	know_tables();
 	relid = cache_overrides_relid;
 	seen = generation;
 	overridden = rl_storage_get_override(name, key, &result);

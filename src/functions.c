@@ -766,15 +766,12 @@ rl_override(PG_FUNCTION_ARGS)
 	policy.rate = PG_GETARG_FLOAT8(2);
 	if (!PG_ARGISNULL(3))
 	{
-		double		period = rl_interval_usecs(PG_GETARG_INTERVAL_P(3));
-
 		if (policy.calendar.unit != RL_CALENDAR_NONE)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("an override of a calendar limit cannot have a period"),
 					 errdetail("Its windows are the definition's; pass period => NULL.")));
-		policy.period = (period > 0 && period <= (double) RL_MAX_PERIOD) ?
-			(int64) period : 0;
+		policy.period = rl_period_usecs(PG_GETARG_INTERVAL_P(3));
 	}
 	policy.capacity = PG_ARGISNULL(4) ? policy.rate : PG_GETARG_FLOAT8(4);
 	policy.has_max_reserved = !PG_ARGISNULL(5);

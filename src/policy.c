@@ -46,6 +46,18 @@ rl_interval_usecs(const Interval *span)
 		(double) (span->month % MONTHS_PER_YEAR) * RL_DAYS_PER_MONTH * USECS_PER_DAY;
 }
 
+/*
+ * A period in microseconds, as a policy keeps it: 0 when it is not more
+ * than zero or is past RL_MAX_PERIOD, which rl_policy_problem reports.
+ */
+int64
+rl_period_usecs(const Interval *span)
+{
+	double		period = rl_interval_usecs(span);
+
+	return (period > 0 && period <= (double) RL_MAX_PERIOD) ? (int64) period : 0;
+}
+
 /* A duration in microseconds as an interval of hours, minutes, seconds. */
 Interval *
 rl_usecs_to_interval(int64 usecs)
@@ -222,7 +234,6 @@ void
 rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 {
 	char	   *kind;
-	double		period;
 	const char *problem;
 
 	policy->shadow = false;
@@ -248,10 +259,8 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	require_column(nulls, RL_POLICY_CAPACITY);
 	require_column(nulls, RL_POLICY_SHARDS);
 
-	period = rl_interval_usecs(DatumGetIntervalP(values[RL_POLICY_PERIOD]));
 	policy->rate = DatumGetFloat8(values[RL_POLICY_RATE]);
-	policy->period = (period > 0 && period <= (double) RL_MAX_PERIOD) ?
-		(int64) period : 0;
+	policy->period = rl_period_usecs(DatumGetIntervalP(values[RL_POLICY_PERIOD]));
 	policy->capacity = DatumGetFloat8(values[RL_POLICY_CAPACITY]);
 	policy->has_max_reserved = !nulls[RL_POLICY_MAX_RESERVED];
 	policy->max_reserved = policy->has_max_reserved ?

@@ -50,5 +50,6 @@ extern void rl_definition_options_from_values(Datum *values, bool *nulls,
 extern void rl_policy_from_composite(HeapTupleHeader tuple, RlPolicy *policy);
 extern Interval *rl_usecs_to_interval(int64 usecs);
 extern double rl_interval_usecs(const Interval *span);
+extern int64 rl_period_usecs(const Interval *span);
 
 #endif							/* RATELIMIT_POLICY_H */

@@ -712,7 +712,6 @@ rl_storage_get_override(text *name, text *key, RlPolicy *policy)
 	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
 	Datum		d;
 	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
-	double		period;
 
 	run_plan_snapshot(PLAN_GET_OVERRIDE, args, NULL, false, latest,
 					  SPI_OK_SELECT);
@@ -725,9 +724,7 @@ rl_storage_get_override(text *name, text *key, RlPolicy *policy)
 	/* a NULL period is the definition's (a calendar limit's, always) */
 	if (result_column(0, 2, &d))
 	{
-		period = rl_interval_usecs(DatumGetIntervalP(d));
-		policy->period = (period > 0 && period <= (double) RL_MAX_PERIOD) ?
-			(int64) period : 0;
+		policy->period = rl_period_usecs(DatumGetIntervalP(d));
 		if (policy->calendar.unit != RL_CALENDAR_NONE)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
