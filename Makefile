@@ -45,7 +45,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
 	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window \
 	policies calendar wait overrides sliding \
-	row_hints
+	row_hints memory_retry
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -57,7 +57,7 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	lease_release_rr refusal_unlocked held_grant new_key_levels \
 	shards_both_busy shards_create_order shards_multixact lock_strength \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
-	memory_last_token memory_gc_undefined memory_drop_extension row_hints \
+	memory_last_token memory_lowered memory_gc_undefined memory_drop_extension row_hints \
 	policies_mixed_recheck policies_block_race overrides overrides_untracked
 ISOLATION_OPTS = --inputdir=test
 

@@ -114,6 +114,15 @@ typedef struct MemEntry
 	RlState		committed;
 	double		pending;		/* taken by transactions in progress */
 	/*
+	 * Committed while a definition change may have made the policy of the
+	 * take (or refund) stale: takes less refunds, landed at owed_at (the
+	 * latest of those commits) under the policy of whoever reads the entry
+	 * (landed), until a call that knows its policy is current folds them
+	 * into committed.
+	 */
+	double		owed;
+	TimestampTz owed_at;
+	/*
 	 * With no holders: droppable from idle_at on, judged in that epoch.
 	 * While held (neither is read then): idle_at is the latest time a holder
 	 * changed it (a take's call time, a commit), judged a bound on how long
@@ -346,7 +355,7 @@ droppable(MemShared *s, const MemEntry *e, TimestampTz now)
 	/* a missing key's state, whatever the policy */
 	if (e->untouched)
 		return true;
-	if (e->idle_at > now)
+	if (e->idle_at > now || e->owed != 0)
 		return false;
 	if (e->is_inline)
 		return true;
@@ -453,6 +462,22 @@ memory_shmem_shutdown(int code, Datum arg)
 			/* a judgement of the last epoch stays good in the next run's first */
 			saved.judged = saved.judged == pg_atomic_read_u64(&shared->epoch) ?
 				0 : PG_UINT64_MAX;
+
+			/*
+			 * What is owed lands with no policy to refill under: taken from
+			 * the state as it was at its latest commit, never refilled, and a
+			 * refund owed dropped (fail closed); judged in no epoch.
+			 */
+			if (saved.owed != 0)
+			{
+				if (saved.owed > 0)
+				{
+					saved.committed.value -= saved.owed;
+					saved.committed.ts = Max(saved.committed.ts, saved.owed_at);
+				}
+				saved.owed = 0;
+				saved.judged = PG_UINT64_MAX;
+			}
 
 			/*
 			 * Entries still held: only an immediate shutdown leaves them.
@@ -999,7 +1024,71 @@ missing_state(MemShared *s, const RlPolicy *policy, int64 origin,
 		state->value = 0;
 }
 
-/* What a call decides on: committed state at now, less what is pending. */
+/*
+ * The committed state with what is owed landed under policy, the policy
+ * the reader knows to be in force: at owed_at, the latest commit of what
+ * is owed (or the state's own time, when later), so each take lands no
+ * earlier than it committed, which never leaves more tokens than landing
+ * when it committed; a refund that cannot be decided is dropped.
+ */
+static RlState
+landed(const MemEntry *e, const RlPolicy *policy, int64 origin)
+{
+	TimestampTz at = Max(e->owed_at, e->committed.ts);
+	RlState		out;
+
+	if (e->owed > 0)
+		return rl_commit_take(policy, origin, e->committed, at, at, e->owed);
+	if (e->owed < 0 &&
+		rl_refund_state(policy, origin, &e->committed, at, -e->owed,
+						&out) == RL_DECIDED)
+		return out;
+	return e->committed;
+}
+
+/*
+ * Whether the policy a change of this transaction (or a call) read is the
+ * one in force, its partition held: an inline policy never changes;
+ * otherwise no definition change may have committed or be committing
+ * since the epoch it read before its policy (epoch_barrier orders the
+ * check against a change becoming visible).  On a hot standby a replayed
+ * change bumps no epoch: there the policy read counts as in force.
+ */
+static bool
+policy_in_force(MemShared *s, const MemEntry *e, uint64 epoch)
+{
+	return e->is_inline || RecoveryInProgress() ||
+		(epoch != PG_UINT64_MAX &&
+		 epoch == pg_atomic_read_u64(&s->epoch) &&
+		 pg_atomic_read_u32(&s->changing) == 0);
+}
+
+/* Fold what is owed into the committed state, under the policy in force. */
+static void
+fold_owed(MemEntry *e, const RlPolicy *policy, int64 origin)
+{
+	if (e->owed == 0)
+		return;
+	e->committed = landed(e, policy, origin);
+	e->owed = 0;
+}
+
+/* Something owed, committed at at, under a policy that may be stale. */
+static void
+owe(MemEntry *e, double amount, TimestampTz at)
+{
+	e->owed += amount;
+	e->owed_at = Max(e->owed_at, at);
+	e->untouched = false;
+}
+
+/*
+ * What a call decides on: the committed state less what is pending.  With
+ * nothing pending, the state as a row holds it, which the algebra brings
+ * forward to now itself, as it does a row's: so retry_after is computed
+ * from the state the retry will read, exact to the microsecond.  Pending
+ * tokens do not refill until they commit: brought forward to now first.
+ */
 static void
 current(MemShared *s, MemEntry *e, const RlPolicy *policy, int64 origin,
 		TimestampTz now, RlState *state)
@@ -1009,7 +1098,10 @@ current(MemShared *s, MemEntry *e, const RlPolicy *policy, int64 origin,
 		missing_state(s, policy, origin, now, state);
 		return;
 	}
-	*state = rl_refill(policy, origin, e->committed, now);
+	*state = landed(e, policy, origin);
+	if (e->pending == 0)
+		return;
+	*state = rl_refill(policy, origin, *state, now);
 	state->value -= e->pending;
 }
 
@@ -1187,6 +1279,8 @@ entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
 		e->block_held = false;
 		e->committed = fresh;
 		e->pending = 0;
+		e->owed = 0;
+		e->owed_at = 0;
 		e->holders = 0;
 		e->idle_at = MEM_NEVER;
 		e->judged = 0;
@@ -1237,6 +1331,8 @@ rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
 		return;
 	(void) next_change();
 	e = entry_pin(s, k, policy, origin, now);
+	if (policy_in_force(s, e, epoch))
+		fold_owed(e, policy, origin);
 	e->pending += count;
 	hold_note(e, policy, now, false);
 	add_change(CHANGE_TAKE, k, policy, origin, now, count, 0, epoch);
@@ -1395,21 +1491,31 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 			 * shutdown) leaves it counted twice in the state file, never
 			 * lost.
 			 */
-			if (commit)
+			if (commit && policy_in_force(s, e, c->epoch))
 			{
+				fold_owed(e, &c->policy, c->origin);
 				e->committed = rl_commit_take(&c->policy, c->origin,
 											  e->committed, c->at, now,
 											  c->amount);
 				e->untouched = false;
 			}
+			else if (commit)
+				owe(e, c->amount, now);
 			pg_compiler_barrier();
 			e->pending -= c->amount;
 			e->holders--;
 			break;
 		case CHANGE_REFUND:
 			e->holders--;
-			if (commit &&
-				rl_refund_state(&c->policy, c->origin, &e->committed, now,
+			if (!commit)
+				break;
+			if (!policy_in_force(s, e, c->epoch))
+			{
+				owe(e, -c->amount, now);
+				break;
+			}
+			fold_owed(e, &c->policy, c->origin);
+			if (rl_refund_state(&c->policy, c->origin, &e->committed, now,
 								c->amount, &next) == RL_DECIDED)
 			{
 				e->committed = next;
@@ -1418,6 +1524,8 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 			break;
 		case CHANGE_BLOCK:
 			e->holders--;
+			if (commit && policy_in_force(s, e, c->epoch))
+				fold_owed(e, &c->policy, c->origin);
 			if (commit &&
 				!(c->unblocked_only &&
 				  rl_state_is_blocked(&c->policy, c->origin, e->committed,
@@ -1438,6 +1546,7 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 			}
 			missing_state(s, &c->policy, c->origin, now, &next);
 			e->committed = next;
+			e->owed = 0;
 			e->untouched = true;
 			break;
 		case CHANGE_NAME:
@@ -1936,7 +2045,8 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 					if (policy == NULL)
 						drop = e->judged != epoch;
 					else
-						drop = rl_idle_at(policy, e->committed.ts, e->committed,
+						drop = rl_idle_at(policy, e->committed.ts,
+										  landed(e, policy, e->committed.ts),
 										  now, &idle) && idle <= now;
 				}
 				if (drop)
