@@ -245,7 +245,7 @@ COMMENT ON FUNCTION @extschema@.rl_gc_memory(integer) IS
 	'drop up to max_keys idle entries of the memory store, judging this database''s memory limits under their current definitions; works on a hot standby; returns how many';
 REVOKE ALL ON FUNCTION @extschema@.rl_gc_memory(integer) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.rl_gc(integer) IS
-	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then idle entries of the memory store; returns how many';
+	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then up to max_rows idle entries of the memory store; returns how many in all';
 
 -- rl_stats (1.3): shadow_refused and blocks, after the columns of 1.2.
 DROP VIEW @extschema@.rl_stats;

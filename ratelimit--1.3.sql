@@ -508,7 +508,7 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'rl_gc'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_gc(integer) IS
-	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then idle entries of the memory store; returns how many';
+	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then up to max_rows idle entries of the memory store; returns how many in all';
 REVOKE ALL ON FUNCTION @extschema@.rl_gc(integer) FROM PUBLIC;
 
 -- The memory store's cleanup, which works in a read-only transaction and

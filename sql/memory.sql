@@ -223,6 +223,20 @@ SET ratelimit.now_override = '2026-01-01 09:00:00+00';
 SELECT rl_gc() >= 5 AS removed_them;
 SELECT memory_keys - :baseline AS left_over FROM rl_stats_info;
 SELECT rl_undefine('memgc');
+-- the memory pass has a budget of its own: table rows that use up
+-- max_rows leave it the same max_rows (4 rows and 4 entries go)
+SET ratelimit.now_override = '2026-01-01 09:30:00+00';
+SELECT rl_gc() >= 0 AS swept;
+SELECT memory_keys AS baseline FROM rl_stats_info \gset
+SELECT rl_define('gcbudget_t', 'token bucket', 1, '1 second');
+SELECT rl_define('gcbudget_m', 'token bucket', 1, '1 second', storage => 'memory');
+SELECT count(*) FILTER (WHERE (rl_limit('gcbudget_t', i::text)).ok) AS table_granted,
+       count(*) FILTER (WHERE (rl_limit('gcbudget_m', i::text)).ok) AS memory_granted
+FROM generate_series(1, 4) i;
+SET ratelimit.now_override = '2026-01-01 09:40:00+00';
+SELECT rl_gc(4) AS removed;
+SELECT memory_keys - :baseline AS left_over FROM rl_stats_info;
+SELECT rl_undefine('gcbudget_t'), rl_undefine('gcbudget_m');
 -- the memory pass alone works in a READ ONLY transaction (and on a standby)
 BEGIN READ ONLY;
 SELECT rl_gc_memory() >= 0 AS works_read_only;

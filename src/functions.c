@@ -812,7 +812,10 @@ rl_unoverride(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(found);
 }
 
-/* rl_gc(max_rows): delete up to max_rows idle state rows. */
+/*
+ * rl_gc(max_rows): delete up to max_rows idle state rows, then drop up to
+ * max_rows idle entries of the memory store.
+ */
 Datum
 rl_gc(PG_FUNCTION_ARGS)
 {
@@ -825,8 +828,8 @@ rl_gc(PG_FUNCTION_ARGS)
 	if (removed < (uint64) max_rows)
 		removed += rl_storage_lease_gc(rl_clock_now(),
 									   (uint64) max_rows - removed);
-	if (removed < (uint64) max_rows)
-		removed += rl_gc_run_memory(cache->nspid, (uint64) max_rows - removed);
+	/* the memory pass writes no table: a budget of its own */
+	removed += rl_gc_run_memory(cache->nspid, (uint64) max_rows);
 	rl_storage_end();
 	PG_RETURN_INT64((int64) removed);
 }

@@ -363,9 +363,56 @@ droppable(MemShared *s, const MemEntry *e, TimestampTz now)
 		pg_atomic_read_u32(&s->changing) == 0 && !RecoveryInProgress();
 }
 
+static RlState landed(const MemEntry *e, const RlPolicy *policy, int64 origin);
+
+/*
+ * Whether an entry no transaction holds is idle at now under policy, the
+ * one in force for its name: judged from its own time as the window
+ * phase, which never finds a window start earlier than the real one.
+ */
+static bool
+idle_under(const MemEntry *e, const RlPolicy *policy, TimestampTz now)
+{
+	int64		idle;
+
+	return e->holders == 0 &&
+		rl_idle_at(policy, e->committed.ts,
+				   landed(e, policy, e->committed.ts), now, &idle) &&
+		idle <= now;
+}
+
+/*
+ * A call that makes room: its limit's name and policy, in force in the
+ * epoch it read before the policy, so its sweep can judge the entries of
+ * that name afresh (those a definition change left unjudged).
+ */
+typedef struct MemJudge
+{
+	const RlMemoryKey *key;
+	const RlPolicy *policy;
+	uint64		epoch;
+} MemJudge;
+
+/*
+ * Whether the judge can judge e: an entry of its name, with a policy still
+ * in force (checked with the partition held: epoch_barrier takes it before
+ * a change becomes visible).
+ */
+static bool
+judge_fits(MemShared *s, const MemJudge *judge, const MemEntry *e)
+{
+	return judge != NULL && !e->is_inline && !e->untouched &&
+		e->dbid == MyDatabaseId && e->space == judge->key->space &&
+		memcmp(e->name_id, judge->key->name_id, RL_MEMORY_NAME_ID_BYTES) == 0 &&
+		judge->epoch != PG_UINT64_MAX && !RecoveryInProgress() &&
+		judge->epoch == pg_atomic_read_u64(&s->epoch) &&
+		pg_atomic_read_u32(&s->changing) == 0;
+}
+
 /* Drop the droppable entries of one partition (held exclusively). */
 static int
-partition_sweep(MemShared *s, int partition, TimestampTz now)
+partition_sweep(MemShared *s, int partition, TimestampTz now,
+				const MemJudge *judge)
 {
 	int32	   *buckets = store_buckets(s);
 	MemEntry   *entries = store_entries(s);
@@ -379,7 +426,8 @@ partition_sweep(MemShared *s, int partition, TimestampTz now)
 		{
 			MemEntry   *e = &entries[*at];
 
-			if (droppable(s, e, now))
+			if (droppable(s, e, now) ||
+				(judge_fits(s, judge, e) && idle_under(e, judge->policy, now)))
 			{
 				entry_remove(s, at);
 				freed++;
@@ -394,10 +442,12 @@ partition_sweep(MemShared *s, int partition, TimestampTz now)
 /*
  * A free entry, dropping idle ones when there is none: every partition
  * this backend holds, and every other one it can take without waiting (so
- * a sweep never waits while holding partitions).  -1 when none is free.
+ * a sweep never waits while holding partitions).  The judge's own name's
+ * entries are judged under its policy, so a limit redefined while the
+ * store is full makes room for its own new keys.  -1 when none is free.
  */
 static int32
-entry_alloc(MemShared *s, TimestampTz now)
+entry_alloc(MemShared *s, TimestampTz now, const MemJudge *judge)
 {
 	int32		e;
 
@@ -416,10 +466,10 @@ entry_alloc(MemShared *s, TimestampTz now)
 		for (int p = 0; p < MEM_PARTITIONS; p++)
 		{
 			if (held[p])
-				partition_sweep(s, p, now);
+				partition_sweep(s, p, now, judge);
 			else if (LWLockConditionalAcquire(&s->locks[p].lock, LW_EXCLUSIVE))
 			{
-				partition_sweep(s, p, now);
+				partition_sweep(s, p, now, judge);
 				LWLockRelease(&s->locks[p].lock);
 			}
 		}
@@ -1257,16 +1307,17 @@ hold_note(MemEntry *e, const RlPolicy *policy, TimestampTz at, bool first)
  */
 static MemEntry *
 entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
-		  int64 origin, TimestampTz now)
+		  int64 origin, TimestampTz now, uint64 epoch)
 {
 	MemEntry   *e = entry_find(s, k->id, k->bucket, NULL);
+	MemJudge	judge = {k, policy, epoch};
 	RlState		fresh;
 	int32		i;
 
 	if (e == NULL)
 	{
 		missing_state(s, policy, origin, now, &fresh);
-		i = entry_alloc(s, now);
+		i = entry_alloc(s, now, &judge);
 		if (i < 0)
 			raise_full(s);
 		e = &store_entries(s)[i];
@@ -1330,7 +1381,7 @@ rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
 	if (count <= 0)
 		return;
 	(void) next_change();
-	e = entry_pin(s, k, policy, origin, now);
+	e = entry_pin(s, k, policy, origin, now, epoch);
 	if (policy_in_force(s, e, epoch))
 		fold_owed(e, policy, origin);
 	e->pending += count;
@@ -1363,7 +1414,7 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 			rl_memory_unlock();
 			return;
 		}
-		e = entry_pin(s, k, policy, origin, rl_clock_now());
+		e = entry_pin(s, k, policy, origin, rl_clock_now(), epoch);
 
 		/*
 		 * A block: what it would store, for an immediate shutdown that
@@ -2036,7 +2087,6 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 				else
 				{
 					const RlPolicy *policy = NULL;
-					int64		idle;
 
 					for (int i = 0; i < nnames && policy == NULL; i++)
 						if (memcmp(names[i].name_id, e->name_id,
@@ -2045,9 +2095,7 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 					if (policy == NULL)
 						drop = e->judged != epoch;
 					else
-						drop = rl_idle_at(policy, e->committed.ts,
-										  landed(e, policy, e->committed.ts),
-										  now, &idle) && idle <= now;
+						drop = idle_under(e, policy, now);
 				}
 				if (drop)
 				{

@@ -187,6 +187,37 @@ fill_store($t10, 'e');
 is($node->safe_psql('postgres', "$t10 SELECT value FROM rl_value('a2', 'k')"),
 	'10', 'a hand edit between disabling and enabling the trigger: the key is not dropped');
 
+# A limit redefined (to the same policy, as a deploy does) while the store
+# is full of its own keys makes room for its own new keys once they are
+# idle, without rl_gc: its calls judge its entries under the policy in
+# force (they waited for rl_gc, and every new key raised 53400).
+my $t11 = "SET ratelimit.now_override = '2030-01-04 00:00:00+00';";
+my $t12 = "SET ratelimit.now_override = '2030-01-04 00:01:00+00';";
+$node->safe_psql('postgres', "$t11 SELECT rl_gc_memory(1000)");
+$node->safe_psql('postgres', q{
+	SELECT rl_define('r', 'token bucket', 1, '1 second', storage => 'memory');
+});
+$node->safe_psql('postgres', "$t11 DO \$\$ BEGIN
+	FOR i IN 1..200 LOOP
+		BEGIN PERFORM rl_limit('r', 'a' || i);
+		EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
+	END LOOP; END \$\$");
+is($node->safe_psql('postgres', 'SELECT memory_keys FROM rl_stats_info'),
+	'128', 'r: the store is full of its keys');
+$node->safe_psql('postgres', q{
+	SELECT rl_define('r', 'token bucket', 1, '1 second', storage => 'memory');
+});
+$errors = $node->safe_psql('postgres', 'SELECT memory_full_errors FROM rl_stats_info');
+is( $node->safe_psql('postgres', "$t12 DO \$\$ BEGIN
+		FOR i IN 1..100 LOOP
+			BEGIN PERFORM rl_limit('r', 'b' || i);
+			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
+		END LOOP; END \$\$;
+		SELECT memory_full_errors - $errors FROM rl_stats_info"),
+	'0', 'r redefined: its idle keys make room for its new ones, no 53400');
+is($node->safe_psql('postgres', "$t12 SELECT value FROM rl_value('r', 'b1')"),
+	'0', 'and the new keys keep their state');
+
 $node->stop;
 
 # A store made smaller across a clean restart restores the live entries
