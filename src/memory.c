@@ -1935,6 +1935,15 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 							policy = &names[i].policy;
 					if (policy == NULL)
 						drop = e->judged != epoch;
+					else if (policy->overrides)
+					{
+						/*
+						 * Some keys have overrides, and the entry does not
+						 * tell whose key it is: only the judgement of a
+						 * call under the key's own policy counts.
+						 */
+						drop = droppable(s, e, now);
+					}
 					else
 						drop = rl_idle_at(policy, e->committed.ts, e->committed,
 										  now, &idle) && idle <= now;
