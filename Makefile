@@ -44,7 +44,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
 	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window \
-	policies calendar wait overrides sliding \
+	policies calendar wait overrides override_state sliding \
 	row_hints memory_retry
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 

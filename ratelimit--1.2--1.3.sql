@@ -413,10 +413,9 @@ GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, bool
 -- rate, period, capacity and max_reserved; every other column (kind,
 -- shards, start, storage, shadow, block_for and its escalation) is the
 -- definition's.  Its
--- state is stored as an inline policy's is (the name, U+001F and the whole
--- policy), so a row or memory entry is always judged under the policy it
--- was written with.  The same triggers as rl_definitions keep every
--- backend's cached overrides fresh.
+-- state is the key's own row or memory entry, read under the definition
+-- with the override in, so it is kept across changes of either.  The same
+-- triggers as rl_definitions keep every backend's cached overrides fresh.
 CREATE TABLE @extschema@.rl_overrides (
 	name text COLLATE "C" NOT NULL,
 	key text COLLATE "C" NOT NULL
@@ -571,7 +570,13 @@ SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	s.prev AS stored_prev
 FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
-CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
+LEFT JOIN @extschema@.rl_overrides o ON o.name OPERATOR(pg_catalog.=) d.name
+	AND o.key OPERATOR(pg_catalog.=) s.key
+CROSS JOIN LATERAL (SELECT CASE WHEN o.name IS NOT NULL THEN
+		ROW(d.kind, o.rate, COALESCE(o.period, d.period), o.capacity,
+			o.max_reserved, d.shards, d.start, d.storage,
+			d.time_zone)::@extschema@.rl_policy
+	WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
 			d.start, d.storage, d.time_zone)::@extschema@.rl_policy
 	ELSE @extschema@.rl_inline_policy(s.name)

@@ -553,56 +553,6 @@ COMMENT ON FUNCTION @extschema@.rl_inline_policy(text) IS
 REVOKE ALL ON FUNCTION @extschema@.rl_inline_policy(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_inline_policy(text) TO PUBLIC;
 
--- Monitoring.  Reads without locking; not granted to PUBLIC, since it
--- lists every key (user ids, addresses) the limiter has seen.
-CREATE VIEW @extschema@.rl_status AS
-SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
-	NULLIF(s.key, '') AS key,
-	s.shard,
-	(p.p).kind,
-	(p.p).rate,
-	(p.p).period,
-	(p.p).capacity,
-	(p.p).shards,
-	n.value,
-	n.ts,
-	n.remaining,
-	n.reset_after,
-	n.idle,
-	s.value AS stored_value,
-	s.ts AS stored_ts,
-	(p.p).max_reserved,
-	(p.p).start,
-	(p.p).time_zone,
-	s.prev AS stored_prev
-FROM @extschema@.rate_limits s
-LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
-CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
-		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
-			d.start, d.storage, d.time_zone)::@extschema@.rl_policy
-	ELSE @extschema@.rl_inline_policy(s.name)
-	END AS p) p
-LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts,
-	COALESCE(s.prev, 'NaN'::pg_catalog.float8)) n ON true;
-COMMENT ON VIEW @extschema@.rl_status IS
-	'every stored (name, key, shard) with its definition and its state brought forward to now; locks nothing';
-COMMENT ON COLUMN @extschema@.rl_status.key IS 'the key; NULL for the limit shared by the whole name';
-COMMENT ON COLUMN @extschema@.rl_status.shard IS 'the shard, 0 for an unsharded limit';
-COMMENT ON COLUMN @extschema@.rl_status.capacity IS 'the whole limit''s capacity (a shard holds capacity / shards)';
-COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding; a sliding window: what a call could take now); NULL for a row with no known policy (a name used with an inline config before 1.3)';
-COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';
-COMMENT ON COLUMN @extschema@.rl_status.max_reserved IS 'how far below zero reservations may go; NULL for no bound of its own';
-COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed and sliding window: a window start given with the policy; NULL for a phase derived from the name and key';
-COMMENT ON COLUMN @extschema@.rl_status.time_zone IS 'fixed window: the time zone of its calendar windows; NULL for windows of a period';
-COMMENT ON COLUMN @extschema@.rl_status.ts IS 'the time value is counted at';
-COMMENT ON COLUMN @extschema@.rl_status.remaining IS 'tokens a call could take now without reserving';
-COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket and sliding window: until full again; fixed window: until the next window';
-COMMENT ON COLUMN @extschema@.rl_status.idle IS 'full, so rl_gc would delete the row without changing any answer';
-COMMENT ON COLUMN @extschema@.rl_status.stored_value IS 'value as stored in rate_limits';
-COMMENT ON COLUMN @extschema@.rl_status.stored_ts IS 'ts as stored in rate_limits';
-COMMENT ON COLUMN @extschema@.rl_status.stored_prev IS 'sliding window: prev as stored in rate_limits, the count of the window before ts''s; NULL for the other kinds';
-REVOKE ALL ON @extschema@.rl_status FROM PUBLIC;
-
 -- Every change to rl_definitions tells each backend to drop the
 -- definitions it has cached.
 CREATE FUNCTION @extschema@.rl_definitions_changed()
@@ -1112,10 +1062,9 @@ ALTER TABLE @extschema@.rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_guar
 -- rate, period, capacity and max_reserved; every other column (kind,
 -- shards, start, storage, shadow, block_for and its escalation) is the
 -- definition's.  Its
--- state is stored as an inline policy's is (the name, U+001F and the whole
--- policy), so a row or memory entry is always judged under the policy it
--- was written with.  The same triggers as rl_definitions keep every
--- backend's cached overrides fresh.
+-- state is the key's own row or memory entry, read under the definition
+-- with the override in, so it is kept across changes of either.  The same
+-- triggers as rl_definitions keep every backend's cached overrides fresh.
 CREATE TABLE @extschema@.rl_overrides (
 	name text COLLATE "C" NOT NULL,
 	key text COLLATE "C" NOT NULL
@@ -1147,6 +1096,62 @@ CREATE TRIGGER rl_overrides_row_changed
 COMMENT ON TRIGGER rl_overrides_row_changed ON @extschema@.rl_overrides IS
 	'keeps the per-backend override caches fresh, also for changes a logical-replication worker applies';
 ALTER TABLE @extschema@.rl_overrides ENABLE ALWAYS TRIGGER rl_overrides_row_changed;
+
+-- Monitoring.  Reads without locking; not granted to PUBLIC, since it
+-- lists every key (user ids, addresses) the limiter has seen.
+CREATE VIEW @extschema@.rl_status AS
+SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
+	NULLIF(s.key, '') AS key,
+	s.shard,
+	(p.p).kind,
+	(p.p).rate,
+	(p.p).period,
+	(p.p).capacity,
+	(p.p).shards,
+	n.value,
+	n.ts,
+	n.remaining,
+	n.reset_after,
+	n.idle,
+	s.value AS stored_value,
+	s.ts AS stored_ts,
+	(p.p).max_reserved,
+	(p.p).start,
+	(p.p).time_zone,
+	s.prev AS stored_prev
+FROM @extschema@.rate_limits s
+LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
+LEFT JOIN @extschema@.rl_overrides o ON o.name OPERATOR(pg_catalog.=) d.name
+	AND o.key OPERATOR(pg_catalog.=) s.key
+CROSS JOIN LATERAL (SELECT CASE WHEN o.name IS NOT NULL THEN
+		ROW(d.kind, o.rate, COALESCE(o.period, d.period), o.capacity,
+			o.max_reserved, d.shards, d.start, d.storage,
+			d.time_zone)::@extschema@.rl_policy
+	WHEN d.name IS NOT NULL THEN
+		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
+			d.start, d.storage, d.time_zone)::@extschema@.rl_policy
+	ELSE @extschema@.rl_inline_policy(s.name)
+	END AS p) p
+LEFT JOIN LATERAL @extschema@.rl_status_row(p.p, s.name, s.key, s.value, s.ts,
+	COALESCE(s.prev, 'NaN'::pg_catalog.float8)) n ON true;
+COMMENT ON VIEW @extschema@.rl_status IS
+	'every stored (name, key, shard) with its definition and its state brought forward to now; locks nothing';
+COMMENT ON COLUMN @extschema@.rl_status.key IS 'the key; NULL for the limit shared by the whole name';
+COMMENT ON COLUMN @extschema@.rl_status.shard IS 'the shard, 0 for an unsharded limit';
+COMMENT ON COLUMN @extschema@.rl_status.capacity IS 'the whole limit''s capacity (a shard holds capacity / shards)';
+COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a reservation is outstanding; a sliding window: what a call could take now); NULL for a row with no known policy (a name used with an inline config before 1.3)';
+COMMENT ON COLUMN @extschema@.rl_status.name IS 'the limit''s name; the rows of each inline policy used with it are told apart by the policy columns';
+COMMENT ON COLUMN @extschema@.rl_status.max_reserved IS 'how far below zero reservations may go; NULL for no bound of its own';
+COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed and sliding window: a window start given with the policy; NULL for a phase derived from the name and key';
+COMMENT ON COLUMN @extschema@.rl_status.time_zone IS 'fixed window: the time zone of its calendar windows; NULL for windows of a period';
+COMMENT ON COLUMN @extschema@.rl_status.ts IS 'the time value is counted at';
+COMMENT ON COLUMN @extschema@.rl_status.remaining IS 'tokens a call could take now without reserving';
+COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket and sliding window: until full again; fixed window: until the next window';
+COMMENT ON COLUMN @extschema@.rl_status.idle IS 'full, so rl_gc would delete the row without changing any answer';
+COMMENT ON COLUMN @extschema@.rl_status.stored_value IS 'value as stored in rate_limits';
+COMMENT ON COLUMN @extschema@.rl_status.stored_ts IS 'ts as stored in rate_limits';
+COMMENT ON COLUMN @extschema@.rl_status.stored_prev IS 'sliding window: prev as stored in rate_limits, the count of the window before ts''s; NULL for the other kinds';
+REVOKE ALL ON @extschema@.rl_status FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_override(
 	name text,

@@ -28,7 +28,7 @@ SELECT rl_headers('plan', rl_check('plan', 'acme'), key => 'acme');
 SELECT rl_headers('plan', rl_check('plan', 'small'), key => 'small');
 SELECT name, key, rate, capacity, value FROM rl_status WHERE name = 'plan'
 ORDER BY name, key;
--- its state is stored apart: under the name and its whole policy
+-- its state is the key's own row, under the name
 SELECT replace(name, E'\x1f', '|') AS stored_name, key, value
 FROM rate_limits WHERE name LIKE 'plan%' ORDER BY 1, 2;
 
@@ -57,16 +57,17 @@ SELECT ok FROM rl_limit('plan', 'small');
 SELECT rl_define('plan', 'token bucket', 10, '1 hour');
 
 -- dropping an override: the key follows the definition again, from the
--- state it has under it (here none: full)
+-- state it has (here drained: no tokens)
 SELECT rl_unoverride('plan', 'acme');
 SELECT rl_unoverride('plan', 'acme');
 SELECT grants('plan', 'acme', 12);
--- rl_gc judges the override's rows under the policy they were written
--- with: 100 tokens refilling 10 an hour, drained; an hour on, the
--- definition's rows (10 an hour, up to 10) are full and idle, while the
--- override's holds 10 of 100 and is kept (judged under the definition, it
--- would look full, and be dropped: a fresh 100)
+-- rl_gc judges an overridden key's row under its override: 100 tokens
+-- refilling 10 an hour, drained; an hour on, the definition's rows (10 an
+-- hour, up to 10) are full and idle, while the override's holds 10 of 100
+-- and is kept (judged under the definition, it would look full, and be
+-- dropped: a fresh 100)
 SELECT rl_override('plan', 'acme', 10, capacity => 100);
+SELECT rl_reset('plan', 'acme');
 SELECT grants('plan', 'acme', 101);
 SET ratelimit.now_override = '2026-01-01 01:00:00+00';
 SELECT rl_gc(1000) > 0 AS removed_some;

@@ -44,6 +44,7 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -285,6 +286,70 @@ memory_row(HeapTuple tuple, TupleDesc desc)
 }
 
 /*
+ * Whether name (NULL: any name) is defined as a memory limit in the schema
+ * of rl_overrides (rel), read with the trigger's snapshot.
+ */
+static bool
+memory_definition(Relation rel, text *name)
+{
+	char	   *sql;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {PointerGetDatum(name)};
+	bool		memory = false;
+
+	sql = psprintf("SELECT FROM ONLY %s.rl_definitions"
+				   " WHERE storage OPERATOR(pg_catalog.=) 'memory'%s",
+				   quote_identifier(get_namespace_name(RelationGetNamespace(rel))),
+				   name ? " AND name OPERATOR(pg_catalog.=) $1" : "");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, name ? 1 : 0, argtypes, args, NULL, true,
+							  1) != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed for \"%s\"", sql);
+	memory = SPI_processed > 0;
+	SPI_finish();
+	return memory;
+}
+
+/*
+ * A change to an override of a memory limit's key: the memory store judges
+ * the key under its new policy from then on, so at commit the name's
+ * entries are no longer dropped for being idle under the policy a call
+ * last wrote them with (the entry does not tell whose key it is).
+ */
+static void
+memory_overrides_changed(TriggerData *trigdata)
+{
+	Relation	rel = trigdata->tg_relation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			space = get_relname_relid("rl_definitions",
+										  RelationGetNamespace(rel));
+	HeapTuple	rows[2] = {trigdata->tg_trigtuple, NULL};
+	bool		isnull;
+
+	if (!OidIsValid(space))
+		return;
+	if (!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+	{
+		if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event) &&
+			memory_definition(rel, NULL))
+			rl_memory_name_changed(space, NULL, false);
+		return;
+	}
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		rows[1] = trigdata->tg_newtuple;
+	for (int i = 0; i < 2 && rows[i] != NULL; i++)
+	{
+		text	   *name = DatumGetTextPP(heap_getattr(rows[i],
+													   SPI_fnumber(desc, "name"),
+													   desc, &isnull));
+
+		if (!isnull && memory_definition(rel, name))
+			rl_memory_name_changed(space, name, false);
+	}
+}
+
+/*
  * A change to the definition of a memory limit reaches the memory store
  * at commit (rl_memory_name_changed): the entries of a name whose policy
  * changed are no longer dropped for being idle under the old one.
@@ -302,6 +367,11 @@ memory_names_changed(TriggerData *trigdata)
 	bool		same;
 	bool		isnull;
 
+	if (SPI_fnumber(desc, "storage") <= 0)
+	{
+		memory_overrides_changed(trigdata);
+		return;
+	}
 	if (!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
 	{
 		if (TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))

@@ -22,7 +22,10 @@
  *
  * A limit used with an inline config stores its state under a name that
  * holds its policy (rl_inline_row), so its rows are judged like the others,
- * by a policy that never changes.
+ * by a policy that never changes.  A key with an override (rl_overrides)
+ * keeps its state in its own row, judged under the definition with the
+ * override in, as a call reads it: never under the bare definition, under
+ * which a drained key of a larger override could look full.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +40,25 @@
 #include "limit.h"
 #include "memory.h"
 #include "storage.h"
+
+/*
+ * Whether a defined name's row that does not look idle under the scan's
+ * definition does under its key's override (a row of a key with none is
+ * judged by the definition alone, which a broken hand edit of another
+ * column cannot stop).
+ */
+static bool
+idle_under_override(const RlScanRow *row)
+{
+	RlPolicy	p;
+	RlTarget	target;
+
+	if (!row->key_overridden || !rl_key_policy(row->name, row->key, &p) ||
+		RL_KIND_IS_CONCURRENCY(p.kind))
+		return false;
+	rl_target_for_row(&target, row->name, row->key, &p);
+	return rl_row_is_idle(&target, row->state);
+}
 
 /*
  * Delete up to max_rows idle state rows; returns how many went.  Needs
@@ -83,17 +105,18 @@ rl_gc_run(uint64 max_rows)
 		if (RL_KIND_IS_CONCURRENCY(row.policy.kind))
 			continue;
 		rl_target_for_row(&target, row.name, row.key, &row.policy);
-		if (!rl_row_is_idle(&target, row.state))
+		if (!rl_row_is_idle(&target, row.state) &&
+			(inline_row || !idle_under_override(&row)))
 			continue;
 		if (rl_storage_lock_nowait(&key, true, &locked, &tid) != RL_ROW_LOCKED)
 			continue;
 		/*
-		 * Judge the locked row by the newest definition, as a call would;
-		 * an inline policy never changes.
+		 * Judge the locked row by the newest definition, with its key's
+		 * override in, as a call would; an inline policy never changes.
 		 */
 		if (inline_row)
 			current = row.policy;
-		else if (!rl_definition_lookup(row.name, &current))
+		else if (!rl_key_policy(row.name, row.key, &current))
 			continue;
 		rl_target_for_row(&target, row.name, row.key, &current);
 		if (row.shard >= current.shards || !rl_row_is_idle(&target, locked))

@@ -254,11 +254,11 @@ rl_inline_row(text *stored, RlPolicy *policy)
 
 /*
  * A key of a defined limit with an override (rl_overrides): the override's
- * rate, period, capacity and max_reserved in its policy, and its state
- * stored apart, under the name and the whole policy as an inline config's
- * (inline_row_name), so that rl_gc and the memory store judge every row and
- * entry under the policy it was written with, whatever the definition or
- * the override later become.  Sets the stored name either way.
+ * rate, period, capacity and max_reserved in its policy.  Its state is the
+ * key's row or memory entry, as without the override, read under the
+ * policy now in force: so a change of the definition, or of the override,
+ * keeps what the key has taken, as a redefinition keeps a plain key's.
+ * rl_gc and the memory store judge the key under the same merged policy.
  */
 static void
 apply_override(RlTarget *target)
@@ -266,7 +266,6 @@ apply_override(RlTarget *target)
 	RlPolicy	p = target->policy;
 	const char *problem;
 
-	target->name = target->label;
 	if (!target->defined || !p.overrides || target->key_is_null ||
 		RL_KIND_IS_CONCURRENCY(p.kind) ||
 		!rl_override_lookup(target->label, target->key, &p))
@@ -280,13 +279,35 @@ apply_override(RlTarget *target)
 						text_to_cstring(target->key)),
 				 errdetail("%s", problem)));
 	target->policy = p;
-	target->name = inline_row_name(target->label, &p);
+}
+
+/*
+ * The policy a defined name's key counts under now: the definition, with
+ * the key's override in (rl_gc judges a row under it).  False for a name
+ * with no definition.  Needs rl_storage_begin.
+ */
+bool
+rl_key_policy(text *name, text *key, RlPolicy *policy)
+{
+	RlTarget	target;
+
+	if (!rl_definition_lookup(name, policy))
+		return false;
+	target.label = name;
+	target.key = key;
+	target.key_is_null = VARSIZE_ANY_EXHDR(key) == 0;
+	target.defined = true;
+	target.policy = *policy;
+	apply_override(&target);
+	*policy = target.policy;
+	return true;
 }
 
 /*
  * Find the policy: the stored definition, or the inline config (NULL for
  * none) for a name that has none; an inline config's state is its own
- * (inline_row_name), and so is an overridden key's (apply_override).
+ * (inline_row_name); an overridden key's policy has its override in
+ * (apply_override).
  * Needs rl_storage_begin.
  */
 void
@@ -376,9 +397,9 @@ rl_target_for_row(RlTarget *target, text *name, text *key,
  * before they release their locks, so a call that waited for them sees
  * their change here.  A call never decides under a definition that no
  * longer exists, nor re-creates state for an undefined name; a changed
- * policy is adopted, unless its shard count changed, which would change
- * the rows the call should hold (40001: retry).  The count is checked by
- * recheck_definition.
+ * policy (the key's override's too) is adopted, unless its shard count
+ * changed, which would change the rows the call should hold (40001:
+ * retry).  The count is checked by recheck_definition.
  */
 static void
 recheck_policy(RlTarget *target)
@@ -408,23 +429,9 @@ recheck_policy(RlTarget *target)
 				 errdetail("Its shard count changed from %d to %d.",
 						   target->policy.shards, current.shards),
 				 errhint("Retry the transaction.")));
-	{
-		text	   *stored = target->name;
-
-		target->policy = current;
-		rl_target_require_rate(target);
-		apply_override(target);
-		if (VARSIZE_ANY_EXHDR(stored) != VARSIZE_ANY_EXHDR(target->name) ||
-			memcmp(VARDATA_ANY(stored), VARDATA_ANY(target->name),
-				   VARSIZE_ANY_EXHDR(stored)) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
-							text_to_cstring(target->label)),
-					 errdetail("The policy of key \"%s\" changed between the definition and an override.",
-							   text_to_cstring(target->key)),
-					 errhint("Retry the transaction.")));
-	}
+	target->policy = current;
+	rl_target_require_rate(target);
+	apply_override(target);
 	set_origin(target);
 }
 

@@ -61,6 +61,7 @@ typedef RlShardDecision RlAnswer;
 extern void rl_target_init(RlTarget *target, text *name, text *key);
 extern void rl_target_resolve(RlTarget *target, HeapTupleHeader config);
 extern bool rl_inline_row(text *stored, RlPolicy *policy);
+extern bool rl_key_policy(text *name, text *key, RlPolicy *policy);
 extern void rl_target_require_rate(const RlTarget *target);
 extern void rl_target_for_row(RlTarget *target, text *name, text *key,
 							  const RlPolicy *policy);

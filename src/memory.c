@@ -394,14 +394,16 @@ typedef struct MemJudge
 } MemJudge;
 
 /*
- * Whether the judge can judge e: an entry of its name, with a policy still
- * in force (checked with the partition held: epoch_barrier takes it before
- * a change becomes visible).
+ * Whether the judge can judge e: an entry of its name, whose keys all have
+ * the name's policy (no overrides: an entry does not tell whose key it
+ * is), with that policy still in force (checked with the partition held:
+ * epoch_barrier takes it before a change becomes visible).
  */
 static bool
 judge_fits(MemShared *s, const MemJudge *judge, const MemEntry *e)
 {
-	return judge != NULL && !e->is_inline && !e->untouched &&
+	return judge != NULL && !judge->policy->overrides &&
+		!e->is_inline && !e->untouched &&
 		e->dbid == MyDatabaseId && e->space == judge->key->space &&
 		memcmp(e->name_id, judge->key->name_id, RL_MEMORY_NAME_ID_BYTES) == 0 &&
 		judge->epoch != PG_UINT64_MAX && !RecoveryInProgress() &&
@@ -2094,6 +2096,15 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 							policy = &names[i].policy;
 					if (policy == NULL)
 						drop = e->judged != epoch;
+					else if (policy->overrides)
+					{
+						/*
+						 * Some keys have overrides, and the entry does not
+						 * tell whose key it is: only the judgement of a
+						 * call under the key's own policy counts.
+						 */
+						drop = droppable(s, e, now);
+					}
 					else
 						drop = idle_under(e, policy, now);
 				}

@@ -113,6 +113,10 @@ typedef struct RlPlanSpec
 /* whether a name has overrides: its own column, so old schemas replace it */
 #define OVERRIDDEN \
 	"EXISTS (SELECT FROM ONLY %s.rl_overrides o WHERE o.name" EQ "$1)"
+/* whether a scanned row's key has an override: old schemas replace it too */
+#define KEY_OVERRIDDEN \
+	"EXISTS (SELECT FROM ONLY %s.rl_overrides o WHERE o.name" EQ "s.name" \
+	" AND o.key" EQ "s.key)"
 #define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
 /*
  * Every read of state rows selects prev (the sliding window's third
@@ -208,7 +212,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_SCAN] = {
 		"SELECT s.value, s.ts, s.name, s.key, s.shard,"
 		" d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,"
-		" d.start, d.storage, d.time_zone, s.prev"
+		" d.start, d.storage, d.time_zone, " KEY_OVERRIDDEN ", s.prev"
 		" FROM ONLY %s.rate_limits s LEFT JOIN ONLY %s.rl_definitions d"
 		" ON d.name" EQ "s.name"
 		" WHERE d.name IS NOT NULL"
@@ -336,11 +340,15 @@ prepare_plan(int i, const char *quoted, bool storage)
 	SPIPlanPtr	plan;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted);
+	/* at most three schema references; a plan with fewer ignores the rest */
+	appendStringInfo(&sql, plan_specs[i].sql, quoted, quoted, quoted);
 	if (!storage)
 	{
 		char	   *overridden = psprintf(OVERRIDDEN, quoted);
 
+		replace_once(&sql, overridden, "false");
+		pfree(overridden);
+		overridden = psprintf(KEY_OVERRIDDEN, quoted);
 		replace_once(&sql, overridden, "false");
 		pfree(overridden);
 		replace_once(&sql, " storage, time_zone, shadow, block_for, block_factor,"
@@ -682,9 +690,8 @@ rl_storage_put_definition(text *name, Datum *values, bool *nulls)
 }
 
 /*
- * Delete a definition, its overrides and its state (but for the rows of
- * its overridden keys, which rl_gc deletes once idle, as an inline
- * policy's); false when there was none.
+ * Delete a definition, its overrides and its state (its overridden keys'
+ * rows too: they are the name's); false when there was none.
  */
 bool
 rl_storage_delete_definition(text *name)
@@ -1147,6 +1154,9 @@ rl_storage_scan_next(RlScan *scan, RlScanRow *row)
 	for (int i = 0; i < RL_POLICY_NATTS; i++)
 		nulls[i] = !table_column(t, scan->next, SCAN_FIRST_POLICY_COL + i,
 								 &values[i]);
+	row->key_overridden =
+		table_column(t, scan->next, SCAN_FIRST_POLICY_COL + RL_POLICY_NATTS,
+					 &d) && DatumGetBool(d);
 	/* no definition: a limit used with an inline config */
 	row->defined = !nulls[RL_POLICY_KIND];
 	if (row->defined)
@@ -1314,9 +1324,12 @@ rl_storage_memory_definitions(void)
 	appendStringInfo(&sql,
 					 "SELECT name, kind, rate, period, capacity, max_reserved,"
 					 " shards, start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon"
-					 " FROM ONLY %s.rl_definitions"
+					 " block_factor, block_max, block_horizon, "
+					 "EXISTS (SELECT FROM ONLY %s.rl_overrides o"
+					 " WHERE o.name" EQ "d.name)"
+					 " FROM ONLY %s.rl_definitions d"
 					 " WHERE storage" EQ "'memory'",
+					 quote_identifier(plans_nspname),
 					 quote_identifier(plans_nspname));
 	run_fresh(sql.data, 0, NULL, NULL);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -1337,6 +1350,9 @@ rl_storage_memory_definitions(void)
 		rl_policy_from_values(values, nulls, &row->policy);
 		/* with its escalation: an entry whose offences live is not idle */
 		rl_definition_options_from_values(values, nulls, &row->policy);
+		row->policy.overrides =
+			result_column(i, RL_DEFINITION_NATTS + 2, &values[0]) &&
+			DatumGetBool(values[0]);
 		rows = lappend(rows, row);
 		MemoryContextSwitchTo(spi);
 	}

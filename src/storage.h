@@ -62,6 +62,7 @@ typedef struct RlScanRow
 	int16		shard;
 	RlState		state;
 	bool		defined;
+	bool		key_overridden; /* its key has an override (rl_overrides) */
 	RlPolicy	policy;			/* the whole limit's policy, when defined */
 } RlScanRow;
 
