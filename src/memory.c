@@ -201,6 +201,7 @@ typedef struct MemChange
 	bool		every_name;		/* CHANGE_NAME: every name (TRUNCATE) */
 	bool		space_gone;		/* CHANGE_NAME: the extension dropped */
 	bool		unblocked_only; /* CHANGE_BLOCK: skipped if then blocked */
+	bool		pinned;			/* CHANGE_RESET: its entry pinned */
 	int64		origin;
 	TimestampTz at;				/* when taken */
 	double		amount;
@@ -339,6 +340,27 @@ entry_remove(MemShared *s, int32 *link)
 	SpinLockRelease(&s->mutex);
 }
 
+static int64 refill_bound(const RlPolicy *policy, double value);
+
+/*
+ * After a crash with memory_after_crash = 'empty', a key with no entry
+ * counts as emptied at the restart: an entry means the same as none only
+ * once such a key would have refilled too.  The earliest time it does
+ * under policy (0 when the store did not start empty).
+ */
+static int64
+empty_refilled_at(MemShared *s, const RlPolicy *policy)
+{
+	int64		bound;
+
+	if (s->empty_since == 0)
+		return 0;
+	bound = refill_bound(policy, 0);
+	if (bound >= MEM_NEVER - Max(s->empty_since, 0))
+		return MEM_NEVER;
+	return s->empty_since + bound;
+}
+
 /*
  * Whether an entry can be dropped for being idle, on the judgement made
  * when it was last written: an inline policy never changes; a defined one
@@ -375,7 +397,7 @@ idle_under(const MemEntry *e, const RlPolicy *policy, TimestampTz now)
 {
 	int64		idle;
 
-	return e->holders == 0 &&
+	return e->holders == 0 && empty_refilled_at(shared, policy) <= now &&
 		rl_idle_at(policy, e->committed.ts,
 				   landed(e, policy, e->committed.ts), now, &idle) &&
 		idle <= now;
@@ -1402,7 +1424,8 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 		what == RL_MEMORY_RESET ? CHANGE_RESET : CHANGE_BLOCK;
 
 	(void) next_change();
-	if (kind != CHANGE_RESET)
+	/* after an 'empty' crash a key with no entry is not full: pin one */
+	if (kind != CHANGE_RESET || s->empty_since != 0)
 	{
 		MemEntry   *e;
 		RlState		blocked;
@@ -1437,6 +1460,7 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	add_change(kind, k, policy, origin, rl_clock_now(), amount, duration,
 			   epoch);
 	changes[nchanges - 1].unblocked_only = what == RL_MEMORY_BLOCK_UNBLOCKED;
+	changes[nchanges - 1].pinned = kind == CHANGE_RESET && s->empty_since != 0;
 }
 
 /*
@@ -1505,7 +1529,7 @@ set_idle_at(MemEntry *e, const MemChange *c, TimestampTz now)
 	e->pending = 0;
 	e->block_held = false;
 	e->idle_at = rl_idle_at(&c->policy, c->origin, e->committed, now, &at) ?
-		at : MEM_NEVER;
+		Max(at, empty_refilled_at(shared, &c->policy)) : MEM_NEVER;
 	/*
 	 * On a standby a replayed definition change bumps no epoch, so a
 	 * judgement made there would stay fresh after a promotion: never.
@@ -1525,7 +1549,7 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 
 	if (c->kind == CHANGE_NAME)
 		return;					/* memory_release_callback */
-	if (c->kind == CHANGE_RESET && !commit)
+	if (c->kind == CHANGE_RESET && !commit && !c->pinned)
 		return;
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	e = entry_find(s, c->key.id, c->key.bucket, &link);
@@ -1591,6 +1615,24 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 			}
 			break;
 		case CHANGE_RESET:
+			if (c->pinned)
+			{
+				/*
+				 * After an 'empty' crash a missing key counts as emptied at
+				 * the restart: the key is kept, full (set_idle_at keeps it
+				 * until a missing key would be full too).
+				 */
+				e->holders--;
+				if (commit &&
+					rl_initial_state(&c->policy, c->origin, now,
+									 &next) == RL_DECIDED)
+				{
+					e->committed = next;
+					e->owed = 0;
+					e->untouched = false;
+				}
+				break;
+			}
 			if (e->holders == 0)
 			{
 				entry_remove(s, link);

@@ -217,6 +217,26 @@ for my $crash ([ 'a backend crash', \&crash_backend ],
 		't|0', "an hour after $what, with empty, a key is full again");
 }
 
+# rl_reset after such a crash starts the key from a full bucket, as the
+# reference says (not from the restart's empty one): a key with no entry,
+# then the same key once it has one; a rollback resets nothing; and a
+# sweep or rl_gc does not take the reset back
+is( after_restart(
+		'1 minute', q{SELECT rl_reset('m', 'reset');
+			SELECT value FROM rl_value('m', 'reset');
+			SELECT ok FROM rl_limit('m', 'reset', 3);
+			SELECT rl_reset('m', 'reset');
+			SELECT value FROM rl_value('m', 'reset');
+			BEGIN; SELECT rl_reset('m', 'reset rolled back'); ROLLBACK;
+			SELECT ok FROM rl_limit('m', 'reset rolled back');}),
+	"\n10\nt\n\n10\n\nf",
+	'after a crash with empty, rl_reset makes a key full; rolled back, it stays empty');
+is( after_restart(
+		'2 minutes', q{SELECT rl_gc_memory(1000) >= 0;
+			SELECT ok, remaining FROM rl_limit('m', 'reset', 10);}),
+	"t\nt|0",
+	'and rl_gc does not drop the reset key back to the empty state');
+
 # A clean shutdown after such a crash keeps it: a key with no entry still
 # counts as emptied at the crash's restart (it was full again after the
 # next start)
