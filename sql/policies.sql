@@ -39,6 +39,11 @@ SELECT rl_headers('shadow_t', rl_limit('shadow_t', 'k'));
 SELECT ok, retry_after FROM rl_check('shadow_t', 'k');
 SELECT ok, retry_after FROM rl_check('shadow_m', 'k');
 SELECT rl_headers('shadow_t', rl_check('shadow_t', 'k'));
+-- r is what the key holds, as for a refusal: 2 left, a call of 3
+SELECT rl_define('hdr_shadow', 'token bucket', 5, '1 hour', shadow => true);
+SELECT ok FROM rl_limit('hdr_shadow', 'k', 3);
+SELECT rl_headers('hdr_shadow', rl_limit('hdr_shadow', 'k', 3));
+SELECT rl_undefine('hdr_shadow');
 -- enforcing is one rl_define: the state is kept, so the next call refuses
 SELECT rl_define('shadow_t', 'token bucket', 2, '1 hour');
 SELECT rl_define('shadow_m', 'token bucket', 2, '1 hour', storage => 'memory');
