@@ -137,6 +137,19 @@ typedef struct MemEntry
 } MemEntry;
 
 /*
+ * Changes of the memory definitions of the databases of one slot: a
+ * change in one database never makes another's idle judgements stale
+ * (two databases in one slot only share their freshness).
+ */
+#define MEM_EPOCH_SLOTS 64
+
+typedef struct MemEpoch
+{
+	pg_atomic_uint64 epoch;		/* changes of memory definitions */
+	pg_atomic_uint32 changing;	/* such changes committing right now */
+} MemEpoch;
+
+/*
  * The store, followed in memory by nbuckets int32 chain heads and
  * max_keys entries.
  */
@@ -150,8 +163,7 @@ typedef struct MemShared
 	int32		used;
 	int64		full_errors;
 	TimestampTz empty_since;	/* after a crash, 'empty': 0 otherwise */
-	pg_atomic_uint64 epoch;		/* changes of memory definitions */
-	pg_atomic_uint32 changing;	/* such changes committing right now */
+	MemEpoch	epochs[MEM_EPOCH_SLOTS];	/* by database (epoch_of) */
 	uint64		seed;			/* picks buckets: unknown to callers */
 	LWLockPadded locks[MEM_PARTITIONS];
 } MemShared;
@@ -246,6 +258,13 @@ store_entries(MemShared *s)
 						 MAXALIGN(sizeof(int32) * s->nbuckets));
 }
 
+/* The epoch slot of a database. */
+static MemEpoch *
+epoch_of(MemShared *s, Oid dbid)
+{
+	return &s->epochs[murmurhash32((uint32) dbid) % MEM_EPOCH_SLOTS];
+}
+
 static uint32
 buckets_for(int32 max_keys)
 {
@@ -279,8 +298,11 @@ store_init(MemShared *s, int32 max_keys, int tranche)
 	s->used = 0;
 	s->full_errors = 0;
 	s->empty_since = 0;
-	pg_atomic_init_u64(&s->epoch, 0);
-	pg_atomic_init_u32(&s->changing, 0);
+	for (int i = 0; i < MEM_EPOCH_SLOTS; i++)
+	{
+		pg_atomic_init_u64(&s->epochs[i].epoch, 0);
+		pg_atomic_init_u32(&s->epochs[i].changing, 0);
+	}
 	if (!pg_strong_random(&s->seed, sizeof(s->seed)))
 		s->seed = (uint64) GetCurrentTimestamp() ^ (uint64) MyProcPid;
 	for (int i = 0; i < MEM_PARTITIONS; i++)
@@ -381,8 +403,9 @@ droppable(MemShared *s, const MemEntry *e, TimestampTz now)
 		return false;
 	if (e->is_inline)
 		return true;
-	return e->judged == pg_atomic_read_u64(&s->epoch) &&
-		pg_atomic_read_u32(&s->changing) == 0 && !RecoveryInProgress();
+	return e->judged == pg_atomic_read_u64(&epoch_of(s, e->dbid)->epoch) &&
+		pg_atomic_read_u32(&epoch_of(s, e->dbid)->changing) == 0 &&
+		!RecoveryInProgress();
 }
 
 static RlState landed(const MemEntry *e, const RlPolicy *policy, int64 origin);
@@ -429,8 +452,8 @@ judge_fits(MemShared *s, const MemJudge *judge, const MemEntry *e)
 		e->dbid == MyDatabaseId && e->space == judge->key->space &&
 		memcmp(e->name_id, judge->key->name_id, RL_MEMORY_NAME_ID_BYTES) == 0 &&
 		judge->epoch != PG_UINT64_MAX && !RecoveryInProgress() &&
-		judge->epoch == pg_atomic_read_u64(&s->epoch) &&
-		pg_atomic_read_u32(&s->changing) == 0;
+		judge->epoch == pg_atomic_read_u64(&epoch_of(s, e->dbid)->epoch) &&
+		pg_atomic_read_u32(&epoch_of(s, e->dbid)->changing) == 0;
 }
 
 /* Drop the droppable entries of one partition (held exclusively). */
@@ -534,7 +557,8 @@ memory_shmem_shutdown(int code, Datum arg)
 			MemEntry	saved = entries[i];
 
 			/* a judgement of the last epoch stays good in the next run's first */
-			saved.judged = saved.judged == pg_atomic_read_u64(&shared->epoch) ?
+			saved.judged = saved.judged ==
+				pg_atomic_read_u64(&epoch_of(shared, saved.dbid)->epoch) ?
 				0 : PG_UINT64_MAX;
 
 			/*
@@ -990,9 +1014,9 @@ uint64
 rl_memory_epoch(void)
 {
 	if (shared == NULL || RecoveryInProgress() || names_changed ||
-		pg_atomic_read_u32(&shared->changing) != 0)
+		pg_atomic_read_u32(&epoch_of(shared, MyDatabaseId)->changing) != 0)
 		return PG_UINT64_MAX;
-	return pg_atomic_read_u64(&shared->epoch);
+	return pg_atomic_read_u64(&epoch_of(shared, MyDatabaseId)->epoch);
 }
 
 /*
@@ -1008,9 +1032,10 @@ rl_memory_gc_epoch(void)
 	MemShared  *s = store();
 
 	/* its own uncommitted definitions would be what it reads */
-	if (names_changed || pg_atomic_read_u32(&s->changing) != 0)
+	if (names_changed ||
+		pg_atomic_read_u32(&epoch_of(s, MyDatabaseId)->changing) != 0)
 		return PG_UINT64_MAX;
-	return pg_atomic_read_u64(&s->epoch);
+	return pg_atomic_read_u64(&epoch_of(s, MyDatabaseId)->epoch);
 }
 
 /* Order partitions ascending. */
@@ -1133,8 +1158,8 @@ policy_in_force(MemShared *s, const MemEntry *e, uint64 epoch)
 {
 	return e->is_inline || RecoveryInProgress() ||
 		(epoch != PG_UINT64_MAX &&
-		 epoch == pg_atomic_read_u64(&s->epoch) &&
-		 pg_atomic_read_u32(&s->changing) == 0);
+		 epoch == pg_atomic_read_u64(&epoch_of(s, e->dbid)->epoch) &&
+		 pg_atomic_read_u32(&epoch_of(s, e->dbid)->changing) == 0);
 }
 
 /* Fold what is owed into the committed state, under the policy in force. */
@@ -1664,9 +1689,9 @@ epoch_barrier(void)
 	MemShared  *s = shared;
 
 	/* until the bump after the invalidations: no judgement counts */
-	pg_atomic_fetch_add_u32(&s->changing, 1);
+	pg_atomic_fetch_add_u32(&epoch_of(s, MyDatabaseId)->changing, 1);
 	counted_changing = true;
-	barrier_epoch = pg_atomic_add_fetch_u64(&s->epoch, 1);
+	barrier_epoch = pg_atomic_add_fetch_u64(&epoch_of(s, MyDatabaseId)->epoch, 1);
 	for (int p = 0; p < MEM_PARTITIONS; p++)
 	{
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
@@ -1687,6 +1712,7 @@ finish_names(void)
 	MemShared  *s = shared;
 	MemEntry   *entries = store_entries(s);
 	int32	   *buckets = store_buckets(s);
+	MemEpoch   *slot = epoch_of(s, MyDatabaseId);
 	uint64		expected = barrier_epoch;
 	bool		refresh;
 	Oid			space = InvalidOid;
@@ -1709,10 +1735,10 @@ finish_names(void)
 			space = changes[i].key.space;
 		}
 	refresh = expected != 0 && one_space &&
-		pg_atomic_read_u32(&s->changing) == 1 &&
-		pg_atomic_compare_exchange_u64(&s->epoch, &expected, expected + 1);
+		pg_atomic_read_u32(&slot->changing) == 1 &&
+		pg_atomic_compare_exchange_u64(&slot->epoch, &expected, expected + 1);
 	if (!refresh)
-		pg_atomic_fetch_add_u64(&s->epoch, 1);
+		pg_atomic_fetch_add_u64(&slot->epoch, 1);
 	for (int p = 0; p < MEM_PARTITIONS; p++)
 	{
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
@@ -1853,7 +1879,7 @@ clear_changes(void)
 {
 	if (counted_changing)
 	{
-		pg_atomic_fetch_sub_u32(&shared->changing, 1);
+		pg_atomic_fetch_sub_u32(&epoch_of(shared, MyDatabaseId)->changing, 1);
 		counted_changing = false;
 	}
 	barrier_epoch = 0;
@@ -1972,7 +1998,7 @@ void
 rl_memory_untracked_definitions(void)
 {
 	if (shared != NULL)
-		pg_atomic_fetch_add_u64(&shared->epoch, 1);
+		pg_atomic_fetch_add_u64(&epoch_of(shared, MyDatabaseId)->epoch, 1);
 }
 
 /* Whether this backend has attached the store. */
@@ -2105,8 +2131,8 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 		AcceptInvalidationMessages();
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
 		if (epoch != PG_UINT64_MAX &&
-			(pg_atomic_read_u64(&s->epoch) != epoch ||
-			 pg_atomic_read_u32(&s->changing) != 0))
+			(pg_atomic_read_u64(&epoch_of(s, MyDatabaseId)->epoch) != epoch ||
+			 pg_atomic_read_u32(&epoch_of(s, MyDatabaseId)->changing) != 0))
 		{
 			LWLockRelease(&s->locks[p].lock);
 			break;
@@ -2175,7 +2201,7 @@ memory_relcache_callback(Datum arg, Oid relid)
 {
 	if (shared != NULL && RecoveryInProgress() &&
 		(relid == InvalidOid || relid == gc_space))
-		pg_atomic_fetch_add_u64(&shared->epoch, 1);
+		pg_atomic_fetch_add_u64(&epoch_of(shared, MyDatabaseId)->epoch, 1);
 }
 
 /* The memory columns of rl_stats_info. */

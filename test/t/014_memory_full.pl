@@ -218,6 +218,56 @@ is( $node->safe_psql('postgres', "$t12 DO \$\$ BEGIN
 is($node->safe_psql('postgres', "$t12 SELECT value FROM rl_value('r', 'b1')"),
 	'0', 'and the new keys keep their state');
 
+# A change in one database leaves another's idle judgements standing:
+# database b's store is full of idle keys of 'q1'; in database postgres an
+# unrelated memory limit is defined, a trigger of an unrelated table is
+# disabled, and a call is made while its rl_definitions trigger is
+# disabled; each time, new keys of b's 'q2' still find room (every one
+# raised 53400 until rl_gc ran in b).
+my $t13 = "SET ratelimit.now_override = '2030-01-05 00:00:00+00';";
+$node->safe_psql('postgres', "$t13 SELECT rl_gc_memory(1000)");
+$node->safe_psql('postgres', 'CREATE DATABASE b');
+$node->safe_psql('b', q{
+	CREATE EXTENSION ratelimit;
+	SELECT rl_define('q1', 'token bucket', 1, '1 second', storage => 'memory');
+	SELECT rl_define('q2', 'token bucket', 1, '1 second', storage => 'memory');
+});
+$node->safe_psql('postgres', 'CREATE TABLE unrelated (i int);
+	CREATE FUNCTION unrelated_trigger() RETURNS trigger LANGUAGE plpgsql
+		AS $$BEGIN RETURN NEW; END$$;
+	CREATE TRIGGER unrelated_t BEFORE INSERT ON unrelated
+		FOR EACH ROW EXECUTE FUNCTION unrelated_trigger();');
+my @changes = (
+	[ 'an unrelated memory limit defined',
+		q{SELECT rl_define('unrelated', 'token bucket', 1, '1 hour', storage => 'memory')} ],
+	[ 'a trigger of an unrelated table disabled',
+		'ALTER TABLE unrelated DISABLE TRIGGER unrelated_t' ],
+	[ 'a call while its rl_definitions trigger is disabled',
+		"ALTER TABLE rl_definitions DISABLE TRIGGER rl_definitions_row_changed;
+		 SELECT rl_check('r', 'k');
+		 ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_row_changed;" ]);
+my $minute = 0;
+for my $change (@changes)
+{
+	my ($what, $sql) = @$change;
+	my $fill = sprintf("SET ratelimit.now_override = '2030-01-05 00:%02d:00+00';", $minute++);
+	my $later = sprintf("SET ratelimit.now_override = '2030-01-05 00:%02d:00+00';", $minute++);
+	$node->safe_psql('b', "$fill DO \$\$ BEGIN
+		FOR i IN 1..200 LOOP
+			BEGIN PERFORM rl_limit('q1', '$minute' || i);
+			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
+		END LOOP; END \$\$");
+	$node->safe_psql('postgres', $sql);
+	$errors = $node->safe_psql('b', 'SELECT memory_full_errors FROM rl_stats_info');
+	is( $node->safe_psql('b', "$later DO \$\$ BEGIN
+			FOR i IN 1..100 LOOP
+				BEGIN PERFORM rl_limit('q2', '$minute' || i);
+				EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
+			END LOOP; END \$\$;
+			SELECT memory_full_errors - $errors FROM rl_stats_info"),
+		'0', "$what in another database: b's idle keys make room, no 53400");
+}
+
 $node->stop;
 
 # A store made smaller across a clean restart restores the live entries
