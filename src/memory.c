@@ -854,18 +854,33 @@ store(void)
 	return shared;
 }
 
+/*
+ * The context of a setting that sizes shared memory.  Preloaded,
+ * PGC_POSTMASTER: the postmaster asked for the memory at start and makes
+ * it again at that size after a crash, so a reload must not change the
+ * size it reads then.  Not preloaded, PGC_SIGHUP: a library loaded after
+ * start may not define a PGC_POSTMASTER setting, and the first user sizes
+ * the segment in the DSM registry for good anyway.
+ */
+GucContext
+rl_sizing_context(void)
+{
+	return process_shared_preload_libraries_in_progress ?
+		PGC_POSTMASTER : PGC_SIGHUP;
+}
+
 /* Define the settings and find where the store lives; from _PG_init. */
 void
 rl_memory_init(void)
 {
 	DefineCustomIntVariable("ratelimit.memory_max_keys",
 							"Sets the most keys the memory store holds.",
-							"Read when the store is created: at server start when preloaded, by the first memory call otherwise.",
+							"Read when the store is created: at server start when preloaded (a change needs a restart), by the first memory call otherwise.",
 							&memory_max_keys,
 							100000,
 							MEM_PARTITIONS,
 							INT_MAX / 2,
-							PGC_SIGHUP,
+							rl_sizing_context(),
 							0,
 							NULL, NULL, NULL);
 	DefineCustomEnumVariable("ratelimit.memory_after_crash",
