@@ -7,25 +7,16 @@
 use strict;
 use warnings;
 
+use File::Basename qw(dirname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('mem_file');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'ratelimit'
-ratelimit.now_override = '2030-01-01 00:00:00+00'
-ratelimit.memory_after_crash = 'empty'
-});
-$node->start;
-$node->safe_psql('postgres', q{
-	CREATE EXTENSION ratelimit;
-	SELECT rl_define('m', 'token bucket', 10, '1 hour', storage => 'memory');
-});
+use lib dirname(__FILE__) . '/../perl';
+use RatelimitMemory qw(memory_node memory_files);
 
-my $state_file = $node->data_dir . '/pg_stat/ratelimit_memory.state';
-my $running_file = $node->data_dir . '/pg_stat/ratelimit_memory.running';
+my $node = memory_node('mem_file', "ratelimit.memory_after_crash = 'empty'");
+my ($state_file, $running_file) = memory_files($node);
 
 # Drain 20 keys, then stop the server cleanly: the file holds 20 entries.
 sub drain_and_stop
