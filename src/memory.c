@@ -672,7 +672,8 @@ after_crash(MemShared *s)
 
 /*
  * Whether an entry read from the state file holds only values a shutdown
- * writes: finite amounts, nothing pending, times a timestamptz can hold.
+ * writes: finite amounts, nothing pending or owed, times a timestamptz can
+ * hold.
  */
 static bool
 entry_sane(const MemEntry *e)
@@ -686,7 +687,9 @@ entry_sane(const MemEntry *e)
 	return isfinite(e->committed.value) &&
 		!isinf(e->committed.prev) &&
 		e->committed.ts >= RL_MIN_TIME && e->committed.ts < RL_END_TIME &&
-		e->pending == 0 && e->holders == 0 &&
+		e->pending == 0 && e->holders == 0 && e->owed == 0 &&
+		(e->owed_at == 0 ||
+		 (e->owed_at >= RL_MIN_TIME && e->owed_at < RL_END_TIME)) &&
 		flags[0] <= 1 && flags[1] <= 1 && flags[2] == 0 &&
 		(e->judged == 0 || e->judged == PG_UINT64_MAX);
 }
