@@ -27,9 +27,12 @@
  *   to pg_stat/ratelimit_memory.state when it exits normally (smart, fast
  *   or immediate shutdown; takes of transactions still open, which only an
  *   immediate shutdown leaves, are kept: one may have committed) and reads the
- *   file back at the next start.  A marker file tells a start after a
- *   crash (the postmaster killed) from a clean one; a reinitialisation
- *   after a backend crash is one too.  After a crash,
+ *   file back at the next start, once its checksum and every entry are
+ *   found valid.  A marker file, removed only once the file is durably
+ *   written, tells a start after a crash (the postmaster killed, or a
+ *   shutdown that failed) from a clean one; a reinitialisation after a
+ *   backend crash is one too, and so is a start whose file is not valid,
+ *   which restores nothing from it.  After a crash,
  *   ratelimit.memory_after_crash decides: 'full' (the default), every key
  *   starts full; 'empty', every key with no entry counts as emptied at the
  *   restart and refills from there.
@@ -74,6 +77,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "port/atomics.h"
+#include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -96,8 +100,7 @@
 #define MEM_PARTITIONS 128
 #define MEM_STATE_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.state"
 #define MEM_RUNNING_FILE PGSTAT_STAT_PERMANENT_DIRECTORY "/ratelimit_memory.running"
-#define MEM_FILE_MAGIC 0x524c4d31	/* "RLM1" */
-#define MEM_TRAILER_MAGIC 0x524c4531	/* "RLE1": empty_since follows */
+#define MEM_FILE_MAGIC 0x524c4d32	/* "RLM2" */
 #define MEM_DSM_NAME "ratelimit_memory"
 #define MEM_DSM_SIZE_NAME "ratelimit_memory_size"
 #define MEM_TRANCHE_NAME "ratelimit_memory"
@@ -148,6 +151,18 @@ typedef struct MemEpoch
 	pg_atomic_uint64 epoch;		/* changes of memory definitions */
 	pg_atomic_uint32 changing;	/* such changes committing right now */
 } MemEpoch;
+
+/*
+ * The state file: this header, count entries, then the trailer: the
+ * store's empty_since and a CRC-32C of everything before it.
+ */
+typedef struct MemFileHeader
+{
+	uint32		magic;
+	uint32		pg_major;		/* PG_VERSION_NUM / 100 */
+	uint32		entry_size;		/* sizeof(MemEntry) */
+	uint32		count;
+} MemFileHeader;
 
 /*
  * The store, followed in memory by nbuckets int32 chain heads and
@@ -526,15 +541,22 @@ entry_alloc(MemShared *s, TimestampTz now, const MemJudge *judge)
 
 /*
  * Write every entry to the state file: the postmaster, exiting normally
- * (code 0).  After a crash it runs this with code 1 and nothing is
- * written.  Takes of transactions that never ended are kept.
+ * (code 0).  After a crash, or a shutdown that failed (a PANIC, a child
+ * killed), it runs this with code 1 and nothing is written.  Takes of
+ * transactions that never ended are kept.  The marker of a running server
+ * goes only once the file is durably in place: a shutdown that could not
+ * save the store leaves it, and the next start is one after a crash.
  */
 static void
 memory_shmem_shutdown(int code, Datum arg)
 {
 	FILE	   *file;
-	uint32		header[3] = {MEM_FILE_MAGIC, sizeof(MemEntry), 0};
-	uint32		trailer_magic = MEM_TRAILER_MAGIC;
+	MemFileHeader header = {
+		.magic = MEM_FILE_MAGIC,
+		.pg_major = PG_VERSION_NUM / 100,
+		.entry_size = sizeof(MemEntry),
+	};
+	pg_crc32c	crc;
 	MemEntry   *entries;
 	int32	   *buckets;
 
@@ -548,8 +570,10 @@ memory_shmem_shutdown(int code, Datum arg)
 	/* the entries linked (used counts one a killed backend left unlinked) */
 	for (uint32 b = 0; b < shared->nbuckets; b++)
 		for (int32 i = buckets[b]; i >= 0; i = entries[i].next)
-			header[2]++;
-	if (fwrite(header, sizeof(header), 1, file) != 1)
+			header.count++;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &header, sizeof(header));
+	if (fwrite(&header, sizeof(header), 1, file) != 1)
 		goto error;
 	for (uint32 b = 0; b < shared->nbuckets; b++)
 		for (int32 i = buckets[b]; i >= 0; i = entries[i].next)
@@ -620,24 +644,31 @@ memory_shmem_shutdown(int code, Datum arg)
 			saved.pending = 0;
 			saved.holders = 0;
 			saved.block_held = false;
+			COMP_CRC32C(crc, &saved, sizeof(MemEntry));
 			if (fwrite(&saved, sizeof(MemEntry), 1, file) != 1)
 				goto error;
 		}
 
 	/*
 	 * After a crash with memory_after_crash = 'empty', a key with no entry
-	 * counts as emptied at that restart: it still does after this shutdown
-	 * (a file without it, of an older version, reads as 0).
+	 * counts as emptied at that restart: it still does after this shutdown.
 	 */
-	if (fwrite(&trailer_magic, sizeof(trailer_magic), 1, file) != 1 ||
-		fwrite(&shared->empty_since, sizeof(shared->empty_since), 1, file) != 1)
+	COMP_CRC32C(crc, &shared->empty_since, sizeof(shared->empty_since));
+	FIN_CRC32C(crc);
+	if (fwrite(&shared->empty_since, sizeof(shared->empty_since), 1, file) != 1 ||
+		fwrite(&crc, sizeof(crc), 1, file) != 1)
 		goto error;
 	if (FreeFile(file))
 	{
 		file = NULL;
 		goto error;
 	}
-	(void) durable_rename(MEM_STATE_FILE ".tmp", MEM_STATE_FILE, LOG);
+	/* it fsyncs the file and the directory, and logs a failure */
+	if (durable_rename(MEM_STATE_FILE ".tmp", MEM_STATE_FILE, LOG) != 0)
+	{
+		unlink(MEM_STATE_FILE ".tmp");
+		return;
+	}
 	unlink(MEM_RUNNING_FILE);
 	return;
 
@@ -677,42 +708,127 @@ store_restore(MemShared *s, const MemEntry *saved)
 	store_buckets(s)[bucket] = e;
 }
 
+/* Apply ratelimit.memory_after_crash to a store that starts after a crash. */
+static void
+after_crash(MemShared *s)
+{
+	if (memory_after_crash == AFTER_CRASH_EMPTY)
+		s->empty_since = GetCurrentTimestamp();
+}
+
 /*
- * Read back what the last clean shutdown wrote, then remove the file, so
- * that a crash later never brings back state older than the crash.
- * False when there was none (a first start, or a start after a crash).
+ * Whether an entry read from the state file holds only values a shutdown
+ * writes: finite amounts, nothing pending or owed, times a timestamptz can
+ * hold.
  */
 static bool
+entry_sane(const MemEntry *e)
+{
+	uint8		flags[3];
+
+	/* read as bytes: a bool holding anything but 0 or 1 is undefined */
+	memcpy(&flags[0], &e->is_inline, 1);
+	memcpy(&flags[1], &e->untouched, 1);
+	memcpy(&flags[2], &e->block_held, 1);
+	return isfinite(e->committed.value) &&
+		!isinf(e->committed.prev) &&
+		e->committed.ts >= RL_MIN_TIME && e->committed.ts < RL_END_TIME &&
+		e->pending == 0 && e->holders == 0 && e->owed == 0 &&
+		(e->owed_at == 0 ||
+		 (e->owed_at >= RL_MIN_TIME && e->owed_at < RL_END_TIME)) &&
+		flags[0] <= 1 && flags[1] <= 1 && flags[2] == 0 &&
+		(e->judged == 0 || e->judged == PG_UINT64_MAX);
+}
+
+/*
+ * Check the state file, open at its start, before anything in it is
+ * trusted: this build's magic number, major and entry size, as many entries
+ * as the header says, each sane, the trailer, a matching checksum, and
+ * nothing after it.  NULL when it is valid (then *header and *empty_since
+ * are set), otherwise why not, a sentence for errdetail.
+ */
+static const char *
+state_file_problem(FILE *file, MemFileHeader *header, TimestampTz *empty_since)
+{
+	pg_crc32c	crc;
+	pg_crc32c	saved_crc;
+	bool		sane = true;
+
+	if (fread(header, sizeof(*header), 1, file) != 1)
+		return "It is shorter than its header.";
+	if (header->magic != MEM_FILE_MAGIC ||
+		header->pg_major != PG_VERSION_NUM / 100 ||
+		header->entry_size != sizeof(MemEntry))
+		return "It was written by another version of ratelimit or PostgreSQL, or its header is damaged.";
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, header, sizeof(*header));
+	for (uint32 i = 0; i < header->count; i++)
+	{
+		MemEntry	saved;
+
+		if (fread(&saved, sizeof(MemEntry), 1, file) != 1)
+			return "It is truncated.";
+		COMP_CRC32C(crc, &saved, sizeof(MemEntry));
+		sane = sane && entry_sane(&saved);
+	}
+	if (fread(empty_since, sizeof(*empty_since), 1, file) != 1 ||
+		fread(&saved_crc, sizeof(saved_crc), 1, file) != 1)
+		return "It is truncated.";
+	COMP_CRC32C(crc, empty_since, sizeof(*empty_since));
+	FIN_CRC32C(crc);
+	if (!EQ_CRC32C(crc, saved_crc))
+		return "Its checksum does not match its contents.";
+	if (fgetc(file) != EOF)
+		return "It has bytes after its end.";
+	if (!sane || (*empty_since != 0 &&
+				  (*empty_since < RL_MIN_TIME || *empty_since >= RL_END_TIME)))
+		return "It holds values a shutdown never writes.";
+	return NULL;
+}
+
+/*
+ * Read back what the last clean shutdown wrote, then remove the file, so
+ * that a crash later never brings back state older than the crash.  A file
+ * that cannot be read, or is not valid, restores nothing: the start is
+ * one after a crash (ratelimit.memory_after_crash decides).  No file is a
+ * first start.
+ */
+static void
 memory_load(MemShared *s)
 {
 	FILE	   *file = AllocateFile(MEM_STATE_FILE, PG_BINARY_R);
-	uint32		header[3];
+	MemFileHeader header;
+	const char *problem;
 	uint32		lost = 0;
-	uint32		trailer_magic;
 	TimestampTz empty_since;
-	bool		complete = true;
-	uint32		count;
 	TimestampTz now = rl_clock_now();
 
 	if (file == NULL)
 	{
-		if (errno != ENOENT)
-			ereport(LOG,
-					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", MEM_STATE_FILE)));
-		return false;
+		if (errno == ENOENT)
+			return;
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", MEM_STATE_FILE),
+				 errdetail("The memory store starts as after a crash.")));
+		unlink(MEM_STATE_FILE);
+		after_crash(s);
+		return;
 	}
-	if (fread(header, sizeof(header), 1, file) != 1 ||
-		header[0] != MEM_FILE_MAGIC || header[1] != sizeof(MemEntry))
+	problem = state_file_problem(file, &header, &empty_since);
+	if (problem != NULL)
 	{
 		ereport(LOG,
-				(errmsg("ignoring ratelimit memory store file \"%s\": it was written by another version",
-						MEM_STATE_FILE)));
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("ignoring ratelimit memory store file \"%s\"",
+						MEM_STATE_FILE),
+				 errdetail("%s Nothing is restored from it, and the memory store starts as after a crash.",
+						   problem)));
 		FreeFile(file);
 		unlink(MEM_STATE_FILE);
-		return false;
+		after_crash(s);
+		return;
 	}
-	count = header[2];
 
 	/*
 	 * Entries that still mean something first, then the idle ones (which
@@ -721,23 +837,15 @@ memory_load(MemShared *s)
 	 */
 	for (int pass = 0; pass < 2; pass++)
 	{
-		if (pass == 1 && fseek(file, sizeof(header), SEEK_SET) != 0)
+		if (fseek(file, sizeof(header), SEEK_SET) != 0)
 			break;
-		for (uint32 i = 0; i < count; i++)
+		for (uint32 i = 0; i < header.count; i++)
 		{
 			MemEntry	saved;
 			bool		idle;
 
 			if (fread(&saved, sizeof(MemEntry), 1, file) != 1)
-			{
-				if (pass == 0)
-					ereport(LOG,
-							(errmsg("ratelimit memory store file \"%s\" is truncated",
-									MEM_STATE_FILE)));
-				complete = false;
-				count = i;
 				break;
-			}
 			idle = saved.untouched ||
 				(saved.idle_at <= now && (saved.is_inline || saved.judged == 0));
 			if (idle != (pass == 1))
@@ -748,18 +856,13 @@ memory_load(MemShared *s)
 				lost++;
 		}
 	}
-	if (complete &&
-		fread(&trailer_magic, sizeof(trailer_magic), 1, file) == 1 &&
-		trailer_magic == MEM_TRAILER_MAGIC &&
-		fread(&empty_since, sizeof(empty_since), 1, file) == 1)
-		s->empty_since = empty_since;
+	s->empty_since = empty_since;
 	if (lost > 0)
 		ereport(LOG,
 				(errmsg("%u keys of the ratelimit memory store that were not idle were not restored", lost),
 				 errdetail("ratelimit.memory_max_keys is %d.", s->max_keys)));
 	FreeFile(file);
 	unlink(MEM_STATE_FILE);
-	return true;
 }
 
 /* Note that the server runs, so that a start after a crash can tell. */
@@ -772,14 +875,6 @@ mark_running(void)
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", MEM_RUNNING_FILE)));
-}
-
-/* Apply ratelimit.memory_after_crash to a store that starts after a crash. */
-static void
-after_crash(MemShared *s)
-{
-	if (memory_after_crash == AFTER_CRASH_EMPTY)
-		s->empty_since = GetCurrentTimestamp();
 }
 
 static void
@@ -900,18 +995,33 @@ store(void)
 	return shared;
 }
 
+/*
+ * The context of a setting that sizes shared memory.  Preloaded,
+ * PGC_POSTMASTER: the postmaster asked for the memory at start and makes
+ * it again at that size after a crash, so a reload must not change the
+ * size it reads then.  Not preloaded, PGC_SIGHUP: a library loaded after
+ * start may not define a PGC_POSTMASTER setting, and the first user sizes
+ * the segment in the DSM registry for good anyway.
+ */
+GucContext
+rl_sizing_context(void)
+{
+	return process_shared_preload_libraries_in_progress ?
+		PGC_POSTMASTER : PGC_SIGHUP;
+}
+
 /* Define the settings and find where the store lives; from _PG_init. */
 void
 rl_memory_init(void)
 {
 	DefineCustomIntVariable("ratelimit.memory_max_keys",
 							"Sets the most keys the memory store holds.",
-							"Read when the store is created: at server start when preloaded, by the first memory call otherwise.",
+							"Read when the store is created: at server start when preloaded (a change needs a restart), by the first memory call otherwise.",
 							&memory_max_keys,
 							100000,
 							MEM_PARTITIONS,
 							INT_MAX / 2,
-							PGC_SIGHUP,
+							rl_sizing_context(),
 							0,
 							NULL, NULL, NULL);
 	DefineCustomEnumVariable("ratelimit.memory_after_crash",

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "utils/guc.h"
 
 #include "algebra.h"
 
@@ -30,6 +31,7 @@ typedef struct RlMemoryKey
 } RlMemoryKey;
 
 extern void rl_memory_init(void);
+extern GucContext rl_sizing_context(void);
 extern void rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k);
 extern void rl_memory_name_id(Oid space, text *name, uint8 *name_id);
 

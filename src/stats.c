@@ -442,19 +442,15 @@ rl_stats_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
-	/*
-	 * Read when the table is made: at server start when preloaded, by the
-	 * first counted call otherwise.  Not PGC_POSTMASTER, which a library
-	 * loaded after startup may not define.
-	 */
+	/* read when the table is made: at server start, or by the first user */
 	DefineCustomIntVariable("ratelimit.stats_max_names",
 							"Sets the most limit names rl_stats tracks.",
-							"Read when the statistics table is created; calls on further names are counted only in rl_stats_info.untracked_calls.",
+							"Read when the statistics table is created (preloaded: at server start, a change needs a restart); calls on further names are counted only in rl_stats_info.untracked_calls.",
 							&stats_max_names,
 							1000,
 							10,
 							100000,
-							PGC_SIGHUP,
+							rl_sizing_context(),
 							0,
 							NULL, NULL, NULL);
 

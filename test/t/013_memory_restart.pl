@@ -8,26 +8,17 @@
 use strict;
 use warnings;
 
+use File::Basename qw(dirname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('mem_restart');
-$node->init;
-# a clock pinned past the real one
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'ratelimit'
-restart_after_crash = on
-ratelimit.now_override = '2030-01-01 00:00:00+00'
-});
-$node->start;
-$node->safe_psql('postgres', q{
-	CREATE EXTENSION ratelimit;
-	SELECT rl_define('m', 'token bucket', 10, '1 hour', storage => 'memory');
-});
+use lib dirname(__FILE__) . '/../perl';
+use RatelimitMemory qw(memory_node memory_files);
 
-my $state_file = $node->data_dir . '/pg_stat/ratelimit_memory.state';
-my $running_file = $node->data_dir . '/pg_stat/ratelimit_memory.running';
+# a clock pinned past the real one
+my $node = memory_node('mem_restart', 'restart_after_crash = on');
+my ($state_file, $running_file) = memory_files($node);
 my $info = q{SELECT memory_storage || ' ' || memory_keys || ' '
 	|| coalesce(memory_empty_since::text, 'full') FROM rl_stats_info};
 
