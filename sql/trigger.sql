@@ -106,3 +106,51 @@ SELECT value FROM rl_value('counted', 'u');
 DROP TABLE counted, bad_counts;
 DROP FUNCTION enforce_constant(text);
 SELECT rl_undefine('counted');
+------------------------------------------------------------------ partitions
+-- An UPDATE that moves a row to another partition counts once.  PostgreSQL
+-- runs it as a DELETE from the old partition and an INSERT into the new
+-- one: a trigger BEFORE INSERT OR UPDATE fires BEFORE UPDATE on the old
+-- and BEFORE INSERT on the new.  Both stores, two limits on one table.
+SELECT rl_define('moves', 'token bucket', 3, '1 hour');
+SELECT rl_define('moves_mem', 'token bucket', 3, '1 hour', storage => 'memory');
+CREATE TABLE moves (user_id text, region text, n int) PARTITION BY LIST (region);
+CREATE TABLE moves_eu PARTITION OF moves FOR VALUES IN ('eu');
+CREATE TABLE moves_us PARTITION OF moves FOR VALUES IN ('us');
+CREATE TRIGGER limit_moves BEFORE INSERT OR UPDATE ON moves
+  FOR EACH ROW EXECUTE FUNCTION rl_enforce('moves', 'user_id');
+CREATE TRIGGER limit_moves_mem BEFORE INSERT OR UPDATE ON moves
+  FOR EACH ROW EXECUTE FUNCTION rl_enforce('moves_mem', 'user_id');
+INSERT INTO moves VALUES ('u', 'eu', 1);
+UPDATE moves SET region = 'us';
+SELECT tableoid::regclass, * FROM moves;
+SELECT (SELECT value FROM rl_value('moves', 'u')) AS table_store,
+       (SELECT value FROM rl_value('moves_mem', 'u')) AS memory_store;
+-- an update that stays in its partition counts once too; then the limit
+-- refuses a move, which changes nothing
+UPDATE moves SET n = 2;
+SELECT error_of($$UPDATE moves SET region = 'eu'$$);
+SELECT tableoid::regclass, * FROM moves;
+SELECT (SELECT value FROM rl_value('moves', 'u')) AS table_store,
+       (SELECT value FROM rl_value('moves_mem', 'u')) AS memory_store;
+-- several rows moved by one statement, each counted once, under its key;
+-- the key the moved row has in its new partition is the one charged
+INSERT INTO moves VALUES ('v', 'eu', 1), ('w', 'eu', 1);
+UPDATE moves SET region = 'us', user_id = user_id || '2' WHERE user_id IN ('v', 'w');
+SELECT k, (SELECT value FROM rl_value('moves', k)) AS table_store,
+       (SELECT value FROM rl_value('moves_mem', k)) AS memory_store
+FROM unnest(ARRAY['v', 'w', 'v2', 'w2']) AS k;
+-- a genuine INSERT after a move, in the same transaction, counts
+BEGIN;
+UPDATE moves SET region = 'eu' WHERE user_id = 'v2';
+INSERT INTO moves VALUES ('v2', 'us', 3);
+SELECT (SELECT value FROM rl_value('moves', 'v2')) AS table_store,
+       (SELECT value FROM rl_value('moves_mem', 'v2')) AS memory_store;
+COMMIT;
+-- and in the same statement, a move and an INSERT of the same key: 2
+WITH moved AS (UPDATE moves SET region = 'eu' WHERE user_id = 'w2' RETURNING 1)
+INSERT INTO moves VALUES ('w2', 'us', 4);
+SELECT tableoid::regclass, * FROM moves WHERE user_id = 'w2' ORDER BY n;
+SELECT (SELECT value FROM rl_value('moves', 'w2')) AS table_store,
+       (SELECT value FROM rl_value('moves_mem', 'w2')) AS memory_store;
+DROP TABLE moves;
+SELECT rl_undefine('moves'), rl_undefine('moves_mem');

@@ -27,6 +27,7 @@
 #include "executor/executor.h"
 #include "storage/bufmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
 #include "utils/relcache.h"
 
 /*
@@ -337,6 +338,17 @@ compat_lwlock_register_tranche(int id, const char *name)
 {
 #if PG_VERSION_NUM < 190000
 	LWLockRegisterTranche(id, name);
+#endif
+}
+
+/* This backend's local transaction id; PGPROC keeps it in vxid from 17. */
+static inline LocalTransactionId
+compat_my_lxid(void)
+{
+#if PG_VERSION_NUM >= 170000
+	return MyProc->vxid.lxid;
+#else
+	return MyProc->lxid;
 #endif
 }
 

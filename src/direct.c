@@ -1060,6 +1060,17 @@ rl_direct_consume(Oid relid, text *name, text *key, int16 shard,
  * is not: it would find a conflict that the primary key, which the call
  * then locks by, does not, and a call would retry for ever; as an ordinary
  * unique index it raises 23505 instead, as the statement does.
+ *
+ * Unlike the planner, an index of that form that is not valid yet but
+ * already takes entries (REINDEX CONCURRENTLY's rate_limits_pkey_ccnew
+ * while it is built, the replaced index as _ccold until it is dropped, a
+ * failed CREATE UNIQUE INDEX CONCURRENTLY) is an arbiter too.  As an
+ * ordinary unique index it would make two calls inserting one new key at
+ * once fail with 23505, or wait on each other there (40P01), where the
+ * primary key finds the conflict.  As an arbiter it can only find a
+ * conflict with a live row of the same (name, key, shard), which the
+ * primary key then locks; an entry it misses, being incomplete, the
+ * primary key finds.
  */
 static List *
 arbiter_indexes(ResultRelInfo *rri)
@@ -1073,7 +1084,7 @@ arbiter_indexes(ResultRelInfo *rri)
 		int			columns = 0;
 		bool		others = false;
 
-		if (!ix->indisvalid || !ix->indisunique || ix->indisexclusion ||
+		if (!ix->indisready || !ix->indisunique || ix->indisexclusion ||
 			!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
 			!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
 			continue;

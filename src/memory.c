@@ -68,11 +68,15 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "access/genam.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "access/xlog.h"
+#include "commands/extension.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -86,6 +90,7 @@
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
@@ -1919,11 +1924,57 @@ finish_names(void)
 }
 
 /*
+ * Whether a table is one of an install of this extension (a member of it):
+ * only its rl_definitions owns memory entries, and only its tables'
+ * triggers decide whether definition changes reach the store.
+ */
+static bool
+extension_table(Oid relid)
+{
+	Oid			ext = getExtensionOfObject(RelationRelationId, relid);
+	char	   *name;
+
+	if (!OidIsValid(ext))
+		return false;
+	name = get_extension_name(ext);
+	return name != NULL && strcmp(name, "ratelimit") == 0;
+}
+
+/*
+ * Whether a trigger is on a table of an install of this extension; true
+ * when the trigger cannot be found, to be safe.
+ */
+static bool
+extension_trigger(Oid trigger)
+{
+	Relation	rel;
+	ScanKeyData skey;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		result = true;
+
+	if (!OidIsValid(get_extension_oid("ratelimit", true)))
+		return false;
+	rel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyInit(&skey, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(trigger));
+	scan = systable_beginscan(rel, TriggerOidIndexId, true, NULL, 1, &skey);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		result = extension_table(((Form_pg_trigger) GETSTRUCT(tuple))->tgrelid);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
  * object_access_hook: the extension's rl_definitions dropped (DROP
- * EXTENSION, or the table by hand): at commit, every entry of that
- * database and extension that no transaction holds goes, inline ones too,
- * since no call can reach them again.  A table of that name elsewhere owns
- * no entry, and dropping it drops none.
+ * EXTENSION, or the table by hand once ALTER EXTENSION ... DROP TABLE took
+ * it out of the extension, which this hook then no longer tells from any
+ * other table): at commit, every entry of that database and extension that
+ * no transaction holds goes, inline ones too, since no call can reach them
+ * again.  A table of that name elsewhere owns no entry: dropping it drops
+ * none, and records nothing, so the transaction can still be prepared.
  */
 static void
 memory_object_access(ObjectAccessType access, Oid classId, Oid objectId,
@@ -1935,10 +1986,12 @@ memory_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	 * A trigger enabled or disabled in this database (ALTER TABLE ... ENABLE
 	 * or DISABLE TRIGGER, pg_restore --disable-triggers): definitions may
 	 * have changed by hand meanwhile without firing anything, so at commit
-	 * no judgement of this database's defined limits counts any more.
+	 * no judgement of this database's defined limits counts any more.  Only
+	 * the extension's own tables' triggers matter: another table's record
+	 * nothing (nor does any trigger in a database without the extension).
 	 */
 	if (access == OAT_POST_ALTER && classId == TriggerRelationId &&
-		storage != MEM_NONE)
+		storage != MEM_NONE && extension_trigger(objectId))
 	{
 		MemChange  *c;
 
@@ -1964,7 +2017,8 @@ memory_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		 */
 		dropped_relation_xid = GetTopTransactionId();
 
-		if (relname != NULL && strcmp(relname, "rl_definitions") == 0)
+		if (relname != NULL && strcmp(relname, "rl_definitions") == 0 &&
+			extension_table(objectId))
 		{
 			MemChange  *c;
 
@@ -2009,7 +2063,7 @@ memory_xact_callback(XactEvent event, void *arg)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that used a memory rate limit"),
-						 errdetail("Memory limits are not kept in a prepared transaction.")));
+						 errdetail("Memory limits, and changes to how they are defined, are not kept in a prepared transaction.")));
 			break;
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:

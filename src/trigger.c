@@ -26,6 +26,16 @@
  * type is refused.  A float count column is read as its value, not as the
  * text extra_float_digits may shorten.
  *
+ * On a partitioned table, an UPDATE that moves a row to another partition
+ * is run as a DELETE from the old partition and an INSERT into the new
+ * one: BEFORE UPDATE row triggers fire on the old partition, then BEFORE
+ * DELETE there and BEFORE INSERT on the new one; AFTER UPDATE does not
+ * fire, AFTER DELETE and AFTER INSERT do.  A trigger BEFORE INSERT OR
+ * UPDATE, cloned from the partitioned root to every partition, would so
+ * count a moved row twice: the INSERT of a row whose UPDATE it just
+ * counted is not counted again (moved_row).  AFTER INSERT OR UPDATE counts
+ * a moved row once, as its INSERT.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,7 +43,11 @@
 #include <ctype.h>
 #include <math.h>
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -41,14 +55,18 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datetime.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "errors.h"
 #include "limit.h"
 #include "storage.h"
@@ -128,7 +146,31 @@ typedef struct EnforceCache
 	AttrNumber	count_attnum;	/* the other forms */
 	const char *count_column;
 	FmgrInfo	count_output;	/* COUNT_OUTPUT */
+	bool		family_known;	/* family looked up */
+	Oid			family;			/* the root's trigger, or InvalidOid */
 } EnforceCache;
+
+/*
+ * A row's UPDATE counted on a partition by a trigger of a family (the
+ * clones of one trigger on the partitioned root): if the row then moves,
+ * the INSERT of it into its new partition, the next time the family fires,
+ * is not counted again.
+ */
+typedef struct CountedUpdate
+{
+	Oid			family;			/* InvalidOid: a free slot */
+	Oid			source;			/* the old partition */
+	ItemPointerData tid;		/* the row's version there */
+	LocalTransactionId lxid;	/* the transaction and statement */
+	CommandId	cid;
+	double		count;
+	bool		key_is_null;
+	char	   *key;			/* in TopMemoryContext */
+} CountedUpdate;
+
+#define COUNTED_UPDATES 8
+
+static CountedUpdate counted_updates[COUNTED_UPDATES];
 
 /* Parse a whole string as a number; false when it is not one. */
 static bool
@@ -480,6 +522,193 @@ row_count(EnforceCache *cache, Relation rel, HeapTuple tuple)
 	return count;
 }
 
+/*
+ * The family of a trigger: the trigger on the partitioned root that it is
+ * a clone of, which every partition has a clone of; InvalidOid for a
+ * trigger that is not a clone, or a clone of one on a partition (a row can
+ * move out of that partition's subtree, to a partition without a clone).
+ */
+static Oid
+trigger_family(EnforceCache *cache, Trigger *trigger)
+{
+	Relation	pg_trigger;
+	Oid			oid = trigger->tgoid;
+	Oid			family = InvalidOid;
+
+	if (cache->family_known)
+		return cache->family;
+	if (trigger->tgisclone)
+	{
+		pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+		for (;;)
+		{
+			ScanKeyData skey;
+			SysScanDesc scan;
+			HeapTuple	tuple;
+			Form_pg_trigger form;
+			Oid			parent = InvalidOid;
+			Oid			relid = InvalidOid;
+
+			ScanKeyInit(&skey, Anum_pg_trigger_oid, BTEqualStrategyNumber,
+						F_OIDEQ, ObjectIdGetDatum(oid));
+			scan = systable_beginscan(pg_trigger, TriggerOidIndexId, true,
+									  NULL, 1, &skey);
+			tuple = systable_getnext(scan);
+			if (HeapTupleIsValid(tuple))
+			{
+				form = (Form_pg_trigger) GETSTRUCT(tuple);
+				parent = form->tgparentid;
+				relid = form->tgrelid;
+			}
+			systable_endscan(scan);
+			if (!OidIsValid(relid))
+				break;
+			if (!OidIsValid(parent))
+			{
+				if (!get_rel_relispartition(relid))
+					family = oid;
+				break;
+			}
+			oid = parent;
+		}
+		table_close(pg_trigger, AccessShareLock);
+	}
+	cache->family = family;
+	cache->family_known = true;
+	return family;
+}
+
+/* Whether a row trigger counts both a row's INSERT and its UPDATE, BEFORE. */
+static bool
+before_insert_or_update(Trigger *trigger)
+{
+	return TRIGGER_FOR_ROW(trigger->tgtype) &&
+		TRIGGER_FOR_BEFORE(trigger->tgtype) &&
+		TRIGGER_FOR_INSERT(trigger->tgtype) &&
+		TRIGGER_FOR_UPDATE(trigger->tgtype);
+}
+
+/* The command id of the running statement, as its snapshot carries it. */
+static CommandId
+statement_cid(void)
+{
+	return ActiveSnapshotSet() ? GetActiveSnapshot()->curcid :
+		InvalidCommandId;
+}
+
+/* The slot of a family's counted update, or NULL. */
+static CountedUpdate *
+counted_update(Oid family)
+{
+	for (int i = 0; i < COUNTED_UPDATES; i++)
+		if (counted_updates[i].family == family)
+			return &counted_updates[i];
+	return NULL;
+}
+
+/* Free a slot. */
+static void
+forget_counted_update(CountedUpdate *u)
+{
+	if (u->key)
+		pfree(u->key);
+	u->key = NULL;
+	u->family = InvalidOid;
+}
+
+/*
+ * Remember that the UPDATE of the row version tid of a partition was
+ * counted, under key and count.  When no slot is free nothing is kept:
+ * the INSERT of a moved row is then counted too, never less.
+ */
+static void
+note_counted_update(Oid family, Relation rel, ItemPointer tid, text *key,
+					double count)
+{
+	CountedUpdate *u = counted_update(family);
+
+	if (u == NULL)
+		u = counted_update(InvalidOid);
+	if (u == NULL)
+		return;
+	forget_counted_update(u);
+	u->family = family;
+	u->source = RelationGetRelid(rel);
+	u->tid = *tid;
+	u->lxid = compat_my_lxid();
+	u->cid = statement_cid();
+	u->count = count;
+	u->key_is_null = key == NULL;
+	if (key)
+		u->key = MemoryContextStrdup(TopMemoryContext, text_to_cstring(key));
+}
+
+/*
+ * Whether the version tid of relation relid was deleted by this
+ * transaction when it moved the row to another partition (heap only: the
+ * version's ctid then says so).
+ */
+static bool
+moved_by_us(Oid relid, ItemPointer tid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	bool		moved = false;
+
+	if (rel == NULL)
+		return false;
+	if (rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->rd_rel->relam == HEAP_TABLE_AM_OID &&
+		ItemPointerGetBlockNumber(tid) < RelationGetNumberOfBlocks(rel))
+	{
+		Buffer		buf = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
+		Page		page;
+		OffsetNumber off = ItemPointerGetOffsetNumber(tid);
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (off >= FirstOffsetNumber && off <= PageGetMaxOffsetNumber(page))
+		{
+			ItemId		lp = PageGetItemId(page, off);
+
+			if (ItemIdIsNormal(lp))
+			{
+				HeapTupleHeader htup = (HeapTupleHeader) PageGetItem(page, lp);
+
+				moved = !(htup->t_infomask & HEAP_XMAX_INVALID) &&
+					!HEAP_XMAX_IS_LOCKED_ONLY(htup->t_infomask) &&
+					ItemPointerIndicatesMovedPartitions(&htup->t_ctid) &&
+					TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetUpdateXid(htup));
+			}
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	relation_close(rel, AccessShareLock);
+	return moved;
+}
+
+/*
+ * Whether the row a BEFORE INSERT trigger fires for is a row whose UPDATE
+ * the family counted, moving here: the family's last counted update is of
+ * this statement, under the same key and count, and the version it
+ * updated was since deleted by this transaction moving the row.  The
+ * family's note is spent either way, so a later INSERT always counts.
+ */
+static bool
+moved_row(Oid family, text *key, double count)
+{
+	CountedUpdate *u = counted_update(family);
+	bool		moved;
+
+	if (u == NULL)
+		return false;
+	moved = u->lxid == compat_my_lxid() && u->cid == statement_cid() &&
+		u->count == count && u->key_is_null == (key == NULL) &&
+		(key == NULL || strcmp(u->key, text_to_cstring(key)) == 0) &&
+		moved_by_us(u->source, &u->tid);
+	forget_counted_update(u);
+	return moved;
+}
+
 /* rl_enforce(name, key_column [, count]): the trigger function. */
 Datum
 rl_enforce(PG_FUNCTION_ARGS)
@@ -490,6 +719,8 @@ rl_enforce(PG_FUNCTION_ARGS)
 	HeapTuple	tuple;
 	EnforceCache *cache;
 	double		count;
+	text	   *key;
+	Oid			family;
 	RlTarget	target;
 	RlAnswer	answer;
 
@@ -514,8 +745,13 @@ rl_enforce(PG_FUNCTION_ARGS)
 
 	cache = enforce_cache(fcinfo, trigger, rel);
 	count = row_count(cache, rel, tuple);
-	rl_target_init(&target, cstring_to_text(trigger->tgargs[0]),
-				   row_key(cache, rel, tuple));
+	key = row_key(cache, rel, tuple);
+	family = rel->rd_rel->relispartition && before_insert_or_update(trigger) ?
+		trigger_family(cache, trigger) : InvalidOid;
+	if (OidIsValid(family) && TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) &&
+		moved_row(family, key, count))
+		return PointerGetDatum(tuple);
+	rl_target_init(&target, cstring_to_text(trigger->tgargs[0]), key);
 
 	rl_storage_begin_writing(get_func_namespace(fcinfo->flinfo->fn_oid),
 							 "rl_enforce()");
@@ -526,5 +762,8 @@ rl_enforce(PG_FUNCTION_ARGS)
 	if (!answer.ok)
 		rl_raise_exceeded(target.label, target.key_is_null ? NULL : target.key,
 						  count, answer.remaining, answer.retry_after);
+	if (OidIsValid(family) && TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		note_counted_update(family, rel, &trigdata->tg_trigtuple->t_self, key,
+							count);
 	return PointerGetDatum(tuple);
 }

@@ -120,6 +120,8 @@ unix_socket_directories = '$RL_SOCK'
 port = $RL_PORT
 fsync = off
 max_connections = 50
+# sql/memory.sql prepares transactions that hold no memory-store change
+max_prepared_transactions = 2
 log_line_prefix = '%m [%p] %q%a '
 # rl_stats needs it on 15 and 16; test/t/010_stats.pl covers a server without
 shared_preload_libraries = 'ratelimit'
