@@ -58,6 +58,7 @@
 #include "miscadmin.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
@@ -282,6 +283,7 @@ struct RlScan
 	SPITupleTable *batch;		/* the rows fetched last */
 	uint64		nrows;
 	uint64		next;
+	int			guc_level;		/* jit off for the scan */
 };
 
 #define SCAN_BATCH_ROWS 1000
@@ -1105,6 +1107,15 @@ rl_storage_scan_begin(void)
 
 	ensure_spi();
 	scan = palloc0(sizeof(RlScan));
+
+	/*
+	 * A scan of a large table reads it a batch at a time, and its cost
+	 * would have the planner compile it with JIT: seconds of compiling and
+	 * the LLVM library in the backend's memory for a cheap join.
+	 */
+	scan->guc_level = NewGUCNestLevel();
+	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	scan->portal = SPI_cursor_open(NULL, plans[PLAN_SCAN], NULL, NULL, false);
 	return scan;
 }
@@ -1172,6 +1183,7 @@ rl_storage_scan_end(RlScan *scan)
 	if (scan->batch)
 		SPI_freetuptable(scan->batch);
 	SPI_cursor_close(scan->portal);
+	AtEOXact_GUC(true, scan->guc_level);
 	pfree(scan);
 }
 
