@@ -100,11 +100,11 @@ SELECT * FROM rl_block('tbr', 'b', '5 minutes');
 SELECT rl_define('tb0', 'token bucket', 10, '1 minute', max_reserved => 0);
 SELECT * FROM rl_block('tb0', 'b', '5 minutes');
 SELECT ok, retry_after FROM rl_limit('tb0', 'b', 1, reserve => true);
--- an outstanding reservation is not forgiven: -20 at 04:20, blocked for
--- one minute: 10 repaid by 04:21, -10 kept
+-- an outstanding reservation is not forgiven: -10 at 04:20, blocked for
+-- 30 seconds: 5 repaid by 04:20:30, -5 kept
 SET ratelimit.now_override = '2026-01-01 04:20:00+00';
-SELECT ok, retry_after FROM rl_limit('tb', 'debt', 30, reserve => true);
-SELECT * FROM rl_block('tb', 'debt', '1 minute');
+SELECT ok, retry_after FROM rl_limit('tb', 'debt', 20, reserve => true);
+SELECT * FROM rl_block('tb', 'debt', '30 seconds');
 SELECT ok, retry_after FROM rl_limit('tb', 'debt');
 -- a shorter block leaves a longer one as it is
 SELECT * FROM rl_block('tb', 'b2', '1 hour');

@@ -82,8 +82,8 @@ SELECT f = fingerprint() AS unchanged FROM before;
 SELECT count(*) AS permits_held FROM rl_permits;
 
 -- A lease that would expire past the end of timestamptz: 22008, nothing stored.
-SET ratelimit.now_override = '294276-12-01 00:00:00+00';
-SELECT try($$SELECT rl_lease('jobs', 'k', 1, '1 year')$$);
+SET ratelimit.now_override = '294276-12-31 12:00:00+00';
+SELECT try($$SELECT rl_lease('jobs', 'k', 1, '1 day')$$);
 SET ratelimit.now_override = '2026-01-01 00:00:00+00';
 SELECT f = fingerprint() AS unchanged FROM before;
 

@@ -5,7 +5,7 @@ SET datestyle = 'ISO';
 SET intervalstyle = 'postgres';
 SET ratelimit.now_override = '2026-03-01 00:00:00+00';
 SELECT rl_define('gc_bucket', 'token bucket', 6, '1 minute', max_reserved => 12);
-SELECT rl_define('gc_window', 'fixed window', 5, '10 minutes');
+SELECT rl_define('gc_window', 'fixed window', 5, '10 minutes', max_reserved => 100);
 
 -- The replay.  One script of 300 calls at pinned, irregular times (gaps of
 -- 1 to 23 s), over both kinds, two keys and the NULL key, with denials

@@ -24,7 +24,7 @@ SELECT ok FROM rl_limit('signup', 'u', 1, config => rl_fixed_window(3, '60 minut
 SELECT shown(name) AS stored_name, key, value FROM rate_limits WHERE name LIKE 'signup%' ORDER BY 1;
 
 -- a huge reservation under another policy sinks only its own state
-SELECT ok FROM rl_limit('signup', 'v', 4e6, reserve => true, config => rl_token_bucket(1, '1 hour', capacity => 1));
+SELECT ok FROM rl_limit('signup', 'v', 4e6, reserve => true, config => rl_token_bucket(1, '1 hour', capacity => 1, max_reserved => 4e6));
 SELECT ok FROM rl_limit('signup', 'v', 1, config => rl_fixed_window(3, '1 hour'));
 -- refunds, penalties and blocks with a config touch that policy's state only
 SELECT value FROM rl_penalize('signup', 'w', 5, config => rl_token_bucket(10, '1 hour'));
@@ -70,24 +70,26 @@ SET ratelimit.now_override = '2026-07-01 00:01:00+00';
 SELECT rl_gc();
 SELECT count(*) AS gcin_left FROM rate_limits WHERE name LIKE 'gcin%';
 
---------------------------------------------- reservations without a bound
+--------------------------------------------- deep reservations
 SET ratelimit.now_override = '2026-07-01 00:00:00+00';
--- more than the limit refills in 500 years: an error, nothing written
-SELECT error_of($$SELECT rl_limit('sink', 'k', 1e15, reserve => true, config => rl_fixed_window(3, '1 hour'))$$);
+-- without max_reserved, no deeper than the capacity: an error, nothing written
+SELECT error_of($$SELECT rl_limit('sink', 'k', 7, reserve => true, config => rl_fixed_window(3, '1 hour'))$$);
+-- with one, no deeper than it: an error, nothing written
+SELECT error_of($$SELECT rl_limit('sink', 'k', 1e15, reserve => true, config => rl_fixed_window(3, '1 hour', max_reserved => 13148997))$$);
 SELECT count(*) AS sink_rows FROM rate_limits WHERE name LIKE 'sink%';
 -- as deep as allowed: 4383000 windows (500 years) of 3, less the capacity
-SELECT ok, remaining FROM rl_limit('sink', 'k', 13149000, reserve => true, config => rl_fixed_window(3, '1 hour'));
-SELECT ok, remaining, retry_after FROM rl_limit('sink', 'k', 1, reserve => true, config => rl_fixed_window(3, '1 hour'));
+SELECT ok, remaining FROM rl_limit('sink', 'k', 13149000, reserve => true, config => rl_fixed_window(3, '1 hour', max_reserved => 13148997));
+SELECT ok, remaining, retry_after FROM rl_limit('sink', 'k', 1, reserve => true, config => rl_fixed_window(3, '1 hour', max_reserved => 13148997));
 -- every other call still gets an answer, not an error, with an exact retry
-SELECT ok, retry_after FROM rl_limit('sink', 'k', 3, config => rl_fixed_window(3, '1 hour'));
+SELECT ok, retry_after FROM rl_limit('sink', 'k', 3, config => rl_fixed_window(3, '1 hour', max_reserved => 13148997));
 CREATE TEMP TABLE sink_retry AS
 SELECT '2026-07-01 00:00:00+00'::timestamptz + retry_after AS at
-FROM rl_check('sink', 'k', 1, config => rl_fixed_window(3, '1 hour'));
+FROM rl_check('sink', 'k', 1, config => rl_fixed_window(3, '1 hour', max_reserved => 13148997));
 SELECT at FROM sink_retry;
 SELECT set_config('ratelimit.now_override', (at - '1 microsecond'::interval)::text, false) IS NOT NULL AS pinned FROM sink_retry;
-SELECT ok FROM rl_check('sink', 'k', 1, config => rl_fixed_window(3, '1 hour'));
+SELECT ok FROM rl_check('sink', 'k', 1, config => rl_fixed_window(3, '1 hour', max_reserved => 13148997));
 SELECT set_config('ratelimit.now_override', at::text, false) IS NOT NULL AS pinned FROM sink_retry;
-SELECT ok FROM rl_limit('sink', 'k', 1, config => rl_fixed_window(3, '1 hour'));
+SELECT ok FROM rl_limit('sink', 'k', 1, config => rl_fixed_window(3, '1 hour', max_reserved => 13148997));
 RESET ratelimit.now_override;
 DELETE FROM rate_limits;
 DROP FUNCTION shown(text);

@@ -21,20 +21,24 @@ SELECT * FROM rl_limit('llm', 'u', 1, reserve => true);
 SELECT * FROM rl_limit('llm', 'u', 41, reserve => true);
 SELECT * FROM rl_limit('llm', 'u', 40, reserve => true);
 
--- without max_reserved, reservations are unbounded
-SELECT rl_define('unbounded', 'fixed window', 5, '1 hour', start => '2026-01-01 00:00:00+00');
-SELECT * FROM rl_limit('unbounded', 'u', 17, reserve => true);
-SELECT value, ts FROM rate_limits WHERE name = 'unbounded';
-SELECT * FROM rl_check('unbounded', 'u', 1, reserve => true);
+-- without max_reserved, reservations go as deep as the capacity: 17 of 5
+-- is an error that writes nothing, 10 leaves -5, paid back in one window
+SELECT rl_define('default_depth', 'fixed window', 5, '1 hour', start => '2026-01-01 00:00:00+00');
+SELECT * FROM rl_limit('default_depth', 'u', 17, reserve => true);
+SELECT count(*) FROM rate_limits WHERE name = 'default_depth';
+SELECT * FROM rl_limit('default_depth', 'u', 10, reserve => true);
+SELECT value, ts FROM rate_limits WHERE name = 'default_depth';
+SELECT * FROM rl_check('default_depth', 'u', 1, reserve => true);
 
--- capacity 0: every call is a reservation, spaced perfectly
-SELECT rl_define('paced', 'token bucket', 1, '1 second', capacity => 0);
+-- capacity 0 and a max_reserved: every call is a reservation, spaced
+-- perfectly, up to 10 ahead
+SELECT rl_define('paced', 'token bucket', 1, '1 second', capacity => 0, max_reserved => 10);
 SELECT * FROM rl_limit('paced', 'u', 1, reserve => true);
 SELECT * FROM rl_limit('paced', 'u', 1, reserve => true);
 SELECT * FROM rl_limit('paced', 'u', 1);
 
--- an unbounded reservation whose deficit takes over 1000 years to repay
--- is an error, and writes nothing
+-- a reservation past the default depth (the capacity, 1) is an error,
+-- and writes nothing
 SELECT rl_define('glacial', 'token bucket', 1, '100 years');
 SELECT * FROM rl_limit('glacial', 'u', 1e6, reserve => true);
 SELECT count(*) FROM rate_limits WHERE name = 'glacial';

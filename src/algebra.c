@@ -105,14 +105,14 @@ fill_time(const RlPolicy *policy)
 
 /*
  * How far below zero reservations may take a key: max_reserved, or for a
- * limit without one, as far as it refills from to full in RL_RESERVE_HORIZON
- * (whole windows, for a fixed window), and never more than RL_MAX_AMOUNT,
- * the most max_reserved may be.  Without that bound a caller could reserve
- * a key so deep that every later call's wait passed RL_MAX_WAIT (an error,
- * for every caller, until the key was reset), or so deep that a count was
- * lost in the rounding of the value.  With it, every state a call can
- * leave is full again well within RL_MAX_WAIT (the other half absorbs any
- * rounding), and counts keep the precision an explicit max_reserved has.
+ * limit without one, its capacity, so that one call (anyone's: rl_limit is
+ * granted to PUBLIC) can make the key's other callers wait no longer than
+ * a full burst does, about two refills; and never so far that the limit
+ * needs more than RL_RESERVE_HORIZON to refill to full (whole windows, for
+ * a fixed window).  That keeps every state a call can leave full again
+ * well within RL_MAX_WAIT (the other half absorbs any rounding), for a
+ * slow limit whose capacity alone takes centuries to refill too; deeper
+ * reservations are the definition's choice, an explicit max_reserved.
  */
 double
 rl_reserve_depth(const RlPolicy *policy)
@@ -130,7 +130,7 @@ rl_reserve_depth(const RlPolicy *policy)
 		span = (double) (RL_RESERVE_HORIZON / policy->period) * policy->rate;
 	if (span <= policy->capacity)
 		return 0;
-	return fmin(span - policy->capacity, RL_MAX_AMOUNT);
+	return fmin(policy->capacity, span - policy->capacity);
 }
 
 /* What is wrong with a policy, as an error message, or NULL if nothing. */
@@ -229,7 +229,7 @@ rl_count_problem(const RlPolicy *policy, double count, bool reserve)
 	if (reserve && count > policy->capacity + rl_reserve_depth(policy))
 		return policy->has_max_reserved ?
 			"count exceeds the capacity plus max_reserved of the limit" :
-			"count exceeds the capacity plus what the limit refills in 500 years";
+			"count exceeds what the limit can reserve without max_reserved";
 	return NULL;
 }
 

@@ -69,6 +69,7 @@
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -82,6 +83,50 @@
 /* The longest and shortest sleep between tries of a waiting rl_acquire. */
 #define RETRY_SLEEP_MIN_MS	1
 #define RETRY_SLEEP_MAX_MS	50
+
+/*
+ * ratelimit.max_lease_ttl, in minutes: the longest lease rl_lease grants.
+ * rl_lease is granted to PUBLIC, and a lease holds permits of a key others
+ * share until it expires, so how long is the superuser's choice (per role
+ * with ALTER ROLE ... SET), not the caller's.
+ */
+#define MAX_LEASE_TTL_DEFAULT_MIN	(24 * 60)	/* 1 day */
+#define MAX_LEASE_TTL_MAX_MIN	((int) (RL_MAX_PERIOD / USECS_PER_MINUTE))
+static int	max_lease_ttl_min = MAX_LEASE_TTL_DEFAULT_MIN;
+
+/* Define ratelimit.max_lease_ttl; from _PG_init. */
+void
+rl_concurrency_init(void)
+{
+	DefineCustomIntVariable("ratelimit.max_lease_ttl",
+							"Sets the longest ttl rl_lease accepts.",
+							"A lease holds permits of a key until it expires; a longer ttl is refused.",
+							&max_lease_ttl_min,
+							MAX_LEASE_TTL_DEFAULT_MIN,
+							1,
+							MAX_LEASE_TTL_MAX_MIN,
+							PGC_SUSET,
+							GUC_UNIT_MIN,
+							NULL, NULL, NULL);
+}
+
+/*
+ * Refuse a lease ttl (in microseconds, and the interval argument it came
+ * from) longer than ratelimit.max_lease_ttl.
+ */
+void
+rl_lease_check_ttl(int64 ttl, Datum ttl_arg)
+{
+	if (ttl <= (int64) max_lease_ttl_min * USECS_PER_MINUTE)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("ttl exceeds ratelimit.max_lease_ttl"),
+			 errdetail("The ttl is %s; ratelimit.max_lease_ttl is %s.",
+					   DatumGetCString(DirectFunctionCall1(interval_out, ttl_arg)),
+					   GetConfigOptionByName("ratelimit.max_lease_ttl", NULL, false)),
+			 errhint("A lease holds permits of a key others share. A superuser can allow longer leases, for one role with ALTER ROLE ... SET ratelimit.max_lease_ttl.")));
+}
 
 /* The 32-bit hash of a name or a key ('' for the NULL key) in lock tags. */
 uint32

@@ -27,6 +27,8 @@
 #define RL_LOCK_LEASE_FIELD4	0x3FFF	/* a key's lease lock */
 #define RL_LOCK_PERMIT_FIELD4	0x4000	/* + slot: permit slot 0 .. N-1 */
 
+extern void rl_concurrency_init(void);
+extern void rl_lease_check_ttl(int64 ttl, Datum ttl_arg);
 extern uint32 rl_lock_hash(text *t);
 extern void rl_target_require_concurrency(const RlTarget *target,
 										  RlKind kind);

@@ -115,6 +115,7 @@ _PG_init(void)
 	rl_direct_init();
 	rl_stats_init();
 	rl_memory_init();
+	rl_concurrency_init();
 	/* after every ratelimit.* setting is defined */
 	MarkGUCPrefixReserved("ratelimit");
 }
@@ -1168,6 +1169,7 @@ rl_lease(PG_FUNCTION_ARGS)
 	bool		granted;
 
 	ttl = interval_arg(fcinfo, ARG_TTL, "ttl", false);
+	rl_lease_check_ttl(ttl, PG_GETARG_DATUM(ARG_TTL));
 	rl_storage_begin_writing(cache->nspid, "rl_lease()");
 	permits = concurrency_target(fcinfo, cache, RL_CONCURRENCY_LEASE, &target);
 	granted = rl_lease_take(&target, permits, ttl, &id);

@@ -481,17 +481,21 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 				 errmsg("%s", problem),
 				 errdetail("The count is %g; each of the %d shards holds %g.",
 						   count, p->shards, p->capacity / p->shards)));
+	if (reserve && !p->has_max_reserved)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem),
+				 errdetail("The count is %g; the capacity is %g, and without max_reserved a reservation goes no deeper than %g below zero (the capacity, or less if the limit would take over 500 years to refill).",
+						   count, p->capacity, rl_reserve_depth(p)),
+				 errhint("Deeper reservations need a max_reserved in the limit's definition or inline policy.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("%s", problem),
 			 !reserve ?
 			 errdetail("The count is %g; the capacity is %g.",
 					   count, p->capacity) :
-			 p->has_max_reserved ?
 			 errdetail("The count is %g; the capacity is %g and max_reserved is %g.",
-					   count, p->capacity, p->max_reserved) :
-			 errdetail("The count is %g; the capacity is %g, and without max_reserved a reservation goes no deeper than %g, what the limit refills in 500 years (at most 1e15).",
-					   count, p->capacity, rl_reserve_depth(p))));
+					   count, p->capacity, p->max_reserved)));
 }
 
 static void recheck_policy(RlTarget *target);

@@ -79,9 +79,12 @@ run_vectors(void)
 	RlPolicy	tb3 = bucket(3, SEC, 3);	/* one token per 333333.3 us */
 	RlPolicy	fw = window(5, HOUR, 5, 0);
 	RlPolicy	fw_cap = window(5, HOUR, 12, 0);
+	RlPolicy	fw_deep = fw;
 
 	tb_max.has_max_reserved = true;
 	tb_max.max_reserved = 0.25;
+	fw_deep.has_max_reserved = true;
+	fw_deep.max_reserved = 10;
 
 	Vector		v[] = {
 		/* new key: full bucket 10 - 1 = 9; one token back to full = 6 s */
@@ -117,8 +120,11 @@ run_vectors(void)
 		/* two windows elapsed: 0 + 2*5 capped at 5, minus 1; ts = 2h */
 		{"window: windows elapsed", fw, 1, {0, 0}, 150 * MIN, 1, 0,
 		1, 0, 0, 4, 30 * MIN, {4, 2 * HOUR}},
-		/* 1 - 8 = -7 reserved; ceil(7/5) = 2 windows: at 2h, 110 min away */
-		{"window: reservation", fw, 1, {1, 0}, 10 * MIN, 8, 1,
+		/* 1 - 6 = -5, the capacity, as deep as the default goes: at 1h */
+		{"window: reservation", fw, 1, {1, 0}, 10 * MIN, 6, 1,
+		1, 1, 50 * MIN, -5, 50 * MIN, {-5, 0}},
+		/* max_reserved 10: 1 - 8 = -7; ceil(7/5) = 2 windows: at 2h, 110 min away */
+		{"window: deep reservation", fw_deep, 1, {1, 0}, 10 * MIN, 8, 1,
 		1, 1, 110 * MIN, -7, 50 * MIN, {-7, 0}},
 		/* capacity 12 > rate 5: 12 tokens need ceil(12/5) = 3 windows: 3h - 10 min */
 		{"window: capacity above rate", fw_cap, 1, {0, 0}, 10 * MIN, 12, 0,
@@ -299,10 +305,12 @@ run_checks(void)
 	expect(rl_count_problem(&ok, NAN, 0) != NULL, "count NaN refused");
 	expect(rl_count_problem(&ok, 10, 0) == NULL, "count = capacity allowed");
 	expect(rl_count_problem(&ok, 10.5, 0) != NULL, "count > capacity refused");
-	expect(rl_count_problem(&ok, 1e6, 1) == NULL,
-		   "unbounded reservation allows a large count");
+	expect(rl_count_problem(&ok, 20, 1) == NULL,
+		   "without max_reserved, a reservation of twice the capacity allowed");
+	expect(rl_count_problem(&ok, 20.5, 1) != NULL,
+		   "but none deeper than the capacity below zero");
 	expect(rl_count_problem(&ok, 1e10, 1) != NULL,
-		   "but none deeper than what refills in 500 years");
+		   "nor a reservation 500 years deep");
 	p = ok;
 	p.has_max_reserved = true;
 	p.max_reserved = 5;
@@ -311,23 +319,28 @@ run_checks(void)
 }
 
 /*
- * Without max_reserved, reservations go no deeper than the limit refills
- * from in 500 years (at most 1e15), so no state a caller leaves makes a
- * later call's wait pass 1000 years (an error for every caller).
+ * Without max_reserved, reservations go no deeper than the capacity below
+ * zero, nor deeper than the limit refills from in 500 years, so no state a
+ * caller leaves makes a later call's wait pass 1000 years (an error for
+ * every caller), or others wait longer than after a full burst.
  */
 static void
 run_reserve_depth(void)
 {
 	RlPolicy	tb = bucket(3, HOUR, 3);
 	RlPolicy	fw = window(3, HOUR, 3, 0);
-	double		hours = (double) RL_RESERVE_HORIZON / (double) HOUR;
+	RlPolicy	slow = bucket(1, 36525 * (INT64_C(86400) * SEC), 3);
 	RlState		deep;
 	RlDecision	d;
 
-	expect(rl_reserve_depth(&tb) == 3 * hours - 3,
-		   "bucket: depth is what refills in 500 years, less capacity");
-	expect(rl_reserve_depth(&fw) == 3 * floor(hours) - 3,
-		   "window: depth counts whole windows");
+	expect(rl_reserve_depth(&tb) == 3, "bucket: depth is the capacity");
+	expect(rl_reserve_depth(&fw) == 3, "window: depth is the capacity");
+	/* 5 tokens refill in 500 years: 2 below zero, not 3 */
+	expect(rl_reserve_depth(&slow) == 2,
+		   "slow bucket: depth is what refills in 500 years, less capacity");
+	slow.capacity = 5;
+	expect(rl_reserve_depth(&slow) == 0,
+		   "slow bucket: no depth when the capacity takes 500 years");
 	tb.has_max_reserved = true;
 	tb.max_reserved = 7;
 	expect(rl_reserve_depth(&tb) == 7, "max_reserved is the depth when set");
