@@ -22,6 +22,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "common/pg_prng.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -129,6 +131,70 @@ append_amount(StringInfo buf, double x)
 }
 
 /*
+ * A token bucket's rate over the shortest period that keeps it exact: the
+ * period divided by its largest divisor d for which rate / d is exact (a
+ * power of two, times an odd factor that divides rate's odd mantissa).
+ * Only rate / period enters a token bucket's arithmetic, and this form of
+ * the fraction is unique: 1 per second, 60 per minute and 3600 per hour
+ * are all 0.015625 per 15625 microseconds.  Left alone where the reduced
+ * rate would not be exact (far below 1e-300).
+ */
+static void
+reduce_rate(RlPolicy *p)
+{
+	int			exponent;
+	double		mantissa = frexp(p->rate, &exponent);
+	uint64		m = (uint64) ldexp(mantissa, 53);
+	uint64		odd = (uint64) p->period;
+	int			twos = 0;
+	uint64		a,
+				b;
+	double		rate;
+
+	exponent -= 53;
+	if (m == 0 || p->period <= 0)
+		return;
+	while ((m & 1) == 0)
+	{
+		m >>= 1;
+		exponent++;
+	}
+	while ((odd & 1) == 0)
+	{
+		odd >>= 1;
+		twos++;
+	}
+	for (a = m, b = odd; b != 0;)
+	{
+		uint64		r = a % b;
+
+		a = b;
+		b = r;
+	}
+	rate = ldexp((double) (m / a), exponent - twos);
+	if (!(rate > 0) || ldexp(rate, twos) * (double) a != p->rate)
+		return;
+	p->rate = rate;
+	p->period = (int64) (odd / a);
+}
+
+/*
+ * The canonical form of a policy, for its stored name: what the algebra
+ * cannot tell apart is written one way.  A start is its phase in the
+ * period (rl_window_origin reads nothing else), and a token bucket's rate
+ * is reduced (reduce_rate); a calendar's zone is named by its class
+ * (rl_calendar_zone_class), where inline_row_name writes it.
+ */
+static void
+canonical_policy(RlPolicy *p)
+{
+	if (p->has_start)
+		p->start = rl_window_origin(p, NULL, 0, NULL, 0, true);
+	if (p->kind == RL_TOKEN_BUCKET)
+		reduce_rate(p);
+}
+
+/*
  * The name the state of a limit used with an inline config is stored
  * under: the name, RL_INLINE_SEPARATOR, and every field of the policy,
  * exactly.  So each inline policy of a name has a state of its own, and no
@@ -136,13 +202,17 @@ append_amount(StringInfo buf, double x)
  * its name with another policy (a generous one to refill it, a huge
  * reservation to sink it).  Names never contain the separator, so two
  * (name, policy) pairs never share a stored name; rl_inline_policy reads
- * the policy back.
+ * the policy back.  The policy is written in its canonical form
+ * (canonical_policy), so one policy spelled two ways has one state.
  */
 static text *
-inline_row_name(text *name, const RlPolicy *p)
+inline_row_name(text *name, const RlPolicy *given)
 {
 	StringInfoData buf;
+	RlPolicy	canonical = *given;
+	const RlPolicy *p = &canonical;
 
+	canonical_policy(&canonical);
 	initStringInfo(&buf);
 	appendBinaryStringInfo(&buf, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
 	appendStringInfoChar(&buf, RL_INLINE_SEPARATOR);
@@ -162,7 +232,7 @@ inline_row_name(text *name, const RlPolicy *p)
 		appendStringInfoString(&buf, "/-");
 	/* last, since a zone's name has slashes; the period names the unit */
 	if (p->calendar.unit != RL_CALENDAR_NONE)
-		appendStringInfo(&buf, "/%s", rl_calendar_zone_name(&p->calendar));
+		appendStringInfo(&buf, "/%s", rl_calendar_zone_class(&p->calendar));
 	return cstring_to_text_with_len(buf.data, buf.len);
 }
 
