@@ -96,3 +96,47 @@ SELECT grants('cn_tb_cap', ARRAY[rl_token_bucket(1, '1 second', capacity => 1),
 	rl_token_bucket(60, '1 minute', capacity => 2)]);
 SELECT grants('cn_fw_period', ARRAY[rl_fixed_window(1, '1 second'),
 	rl_fixed_window(60, '1 minute', capacity => 1)]);
+
+-- The stored rate and period are friendly: the rate per second, minute,
+-- hour or day, the first of these that is exact; each spelling of one
+-- ratio is stored the same way.  100/h is exact per hour only, 10/min per
+-- minute first, 1/day per day only; 1 per 7 s per none of them, so it
+-- keeps the reduced fraction.
+SELECT grants('cn_tbh_t', ARRAY[rl_token_bucket(100, '1 hour', capacity => 1),
+	rl_token_bucket(200, '2 hours', capacity => 1),
+	rl_token_bucket(50, '30 minutes', capacity => 1)]);
+SELECT grants('cn_tbh_m', ARRAY[rl_token_bucket(100, '1 hour', capacity => 1, storage => 'memory'),
+	rl_token_bucket(200, '2 hours', capacity => 1, storage => 'memory')]);
+SELECT grants('cn_tbmin_t', ARRAY[rl_token_bucket(10, '1 minute', capacity => 1),
+	rl_token_bucket(20, '2 minutes', capacity => 1),
+	rl_token_bucket(600, '1 hour', capacity => 1)]);
+SELECT grants('cn_tbday_t', ARRAY[rl_token_bucket(1, '1 day', capacity => 1),
+	rl_token_bucket(7, '7 days', capacity => 1)]);
+SELECT grants('cn_tb7_t', ARRAY[rl_token_bucket(1, '7 seconds', capacity => 1),
+	rl_token_bucket(2, '14 seconds', capacity => 1)]);
+SELECT DISTINCT shown(name) FROM rate_limits WHERE name ~ '^cn_tb(h|min|day|7)' ORDER BY 1;
+SELECT DISTINCT name, kind, rate, period, capacity FROM rl_status
+WHERE name ~ '^cn_tb' ORDER BY 1;
+-- What the caller sees comes from the caller's policy: the HTTP fields
+-- name its own window, and a refusal's wait is exact (36 s for one token
+-- at 100/h, however written).
+SELECT rl_headers('cn_tbh_t', rl_check('cn_tbh_t', 'k', config => c), c)
+FROM (VALUES (rl_token_bucket(100, '1 hour', capacity => 1)),
+	(rl_token_bucket(200, '2 hours', capacity => 1))) AS v(c);
+SELECT ok, retry_after FROM (VALUES (rl_token_bucket(100, '1 hour', capacity => 1)),
+	(rl_token_bucket(200, '2 hours', capacity => 1)),
+	(rl_token_bucket(50, '30 minutes', capacity => 1))) AS v(c),
+	LATERAL rl_limit('cn_tbh_t', 'k', config => c);
+SELECT (rl_limit('cn_tbh_t', 'k', config => rl_token_bucket(200, '2 hours', capacity => 1), jitter => true)).retry_after
+	BETWEEN '36 seconds' AND '2 hours 36 seconds' AS jitter_in_callers_period;
+
+-------------------------------------------------- time zone representatives
+-- A group of equal zones is shown by a name of a continent or ocean area:
+-- Europe/Berlin as itself, US/Eastern as America/New_York, and every zone
+-- always at UTC as UTC.
+SELECT ok FROM rl_limit('cn_rep_berlin', 'k', config => rl_fixed_window(1, '1 day', time_zone => 'Europe/Berlin'));
+SELECT ok FROM rl_limit('cn_rep_ny', 'k', config => rl_fixed_window(1, '1 day', time_zone => 'US/Eastern'));
+SELECT ok FROM rl_limit('cn_rep_utc', 'k', config => rl_fixed_window(1, '1 day', time_zone => 'Zulu'));
+SELECT ok FROM rl_limit('cn_rep_utc', 'k', config => rl_fixed_window(1, '1 day', time_zone => 'Etc/UTC'));
+SELECT ok FROM rl_limit('cn_rep_utc', 'k', config => rl_fixed_window(1, '1 day', time_zone => 'GMT0'));
+SELECT name, time_zone FROM rl_status WHERE name LIKE 'cn_rep%' ORDER BY 1;

@@ -158,6 +158,7 @@ typedef struct RlZone
 {
 	char	   *name;
 	uint64		print;
+	const char *class;			/* rl_calendar_zone_class's, once known */
 } RlZone;
 
 static RlZone *zones;
@@ -250,6 +251,7 @@ load_zones(void)
 		}
 		list[n].name = pstrdup(pg_get_timezone_name(tz));
 		list[n].print = zone_print(tz);
+		list[n].class = NULL;
 		n++;
 	}
 	pg_tzenumerate_end(dir);
@@ -291,13 +293,47 @@ rl_calendar_zone_canonical(const char *zone)
 }
 
 /*
+ * How much a name is preferred as the name of its class, lowest first: a
+ * name in a continent's area of the tz database, then in an ocean's, then
+ * in Antarctica's, then any other ("US/Eastern", "Arctic/Longyearbyen").
+ * Oceans and Antarctica come after the continents since their names are
+ * often links to a continent's zone ("Atlantic/Jan_Mayen" to
+ * "Europe/Berlin", "Antarctica/McMurdo" to "Pacific/Auckland").
+ */
+static int
+zone_rank(const char *name)
+{
+	static const char *const areas[] = {
+		"Africa/", "America/", "Asia/", "Australia/", "Europe/",
+		"Atlantic/", "Indian/", "Pacific/", "Antarctica/"
+	};
+
+	for (int i = 0; i < lengthof(areas); i++)
+		if (strncmp(name, areas[i], strlen(areas[i])) == 0)
+			return i < 5 ? 0 : i < 8 ? 1 : 2;
+	return 3;
+}
+
+/* Whether name a is preferred to name b as the name of their class. */
+static bool
+zone_preferred(const char *a, const char *b)
+{
+	int			rank_a = zone_rank(a);
+	int			rank_b = zone_rank(b);
+
+	return rank_a != rank_b ? rank_a < rank_b : strcmp(a, b) < 0;
+}
+
+/*
  * The one name of every zone that has the same UTC offsets as the
  * calendar's at every instant, for the name an inline config's state is
  * stored under: windows are local midnights, so the offsets are all that
  * tells two zones apart.  Links ("Zulu", "US/Eastern") and zones that
  * only differ in abbreviations ("Etc/GMT", "Etc/UTC") are one zone: its
- * name is "UTC" for a zone always at UTC, else the first in byte order of
- * the tz database names that agree (up to 2200, past every rule change).
+ * name is "UTC" for a zone always at UTC, else the preferred
+ * (zone_preferred) of the tz database names that agree (up to 2200, past
+ * every rule change): "Europe/Berlin", "America/New_York".  Kept per
+ * zone for the session.
  */
 const char *
 rl_calendar_zone_class(const RlCalendar *calendar)
@@ -305,23 +341,29 @@ rl_calendar_zone_class(const RlCalendar *calendar)
 	const pg_tz *tz = (const pg_tz *) calendar->zone;
 	const char *name = pg_get_timezone_name((pg_tz *) tz);
 	RlZone	   *self = find_zone(name);
+	const char *class;
 	long int	offset;
 
 	if (pg_get_timezone_offset(tz, &offset) && offset == 0)
 		return "UTC";
 	if (self == NULL)
 		return name;
-	for (RlZone *z = zones; z < self; z++)
+	if (self->class != NULL)
+		return self->class;
+	class = self->name;
+	for (RlZone *z = zones; z < zones + nzones; z++)
 	{
-		if (z->print == self->print)
+		if (z != self && z->print == self->print &&
+			zone_preferred(z->name, class))
 		{
 			pg_tz	   *other = pg_tzset(z->name);
 
 			if (other != NULL && zones_agree(other, tz))
-				return z->name;
+				class = z->name;
 		}
 	}
-	return self->name;
+	self->class = class;
+	return class;
 }
 
 /*

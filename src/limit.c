@@ -24,6 +24,7 @@
 
 #include <math.h>
 
+#include "common/int.h"
 #include "common/pg_prng.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -130,47 +131,106 @@ append_amount(StringInfo buf, double x)
 	appendStringInfo(buf, "/%.17g", x + 0.0);
 }
 
-/*
- * A token bucket's rate over the shortest period that keeps it exact: the
- * period divided by its largest divisor d for which rate / d is exact (a
- * power of two, times an odd factor that divides rate's odd mantissa).
- * Only rate / period enters a token bucket's arithmetic, and this form of
- * the fraction is unique: 1 per second, 60 per minute and 3600 per hour
- * are all 0.015625 per 15625 microseconds.  Left alone where the reduced
- * rate would not be exact (far below 1e-300).
- */
-static void
-reduce_rate(RlPolicy *p)
+/* The odd part of x (not 0), and in *twos the power of two it had. */
+static uint64
+odd_part(uint64 x, int *twos)
 {
-	int			exponent;
-	double		mantissa = frexp(p->rate, &exponent);
-	uint64		m = (uint64) ldexp(mantissa, 53);
-	uint64		odd = (uint64) p->period;
-	int			twos = 0;
-	uint64		a,
-				b;
-	double		rate;
+	*twos = 0;
+	while ((x & 1) == 0)
+	{
+		x >>= 1;
+		(*twos)++;
+	}
+	return x;
+}
 
-	exponent -= 53;
-	if (m == 0 || p->period <= 0)
-		return;
-	while ((m & 1) == 0)
-	{
-		m >>= 1;
-		exponent++;
-	}
-	while ((odd & 1) == 0)
-	{
-		odd >>= 1;
-		twos++;
-	}
-	for (a = m, b = odd; b != 0;)
+static uint64
+gcd_u64(uint64 a, uint64 b)
+{
+	while (b != 0)
 	{
 		uint64		r = a % b;
 
 		a = b;
 		b = r;
 	}
+	return a;
+}
+
+/*
+ * A token bucket whose rate is odd * 2^exponent (odd odd) as its rate per
+ * unit, when a double holds rate * unit / period exactly and the policy so
+ * written is valid; false, changing nothing, otherwise.  Exact integer
+ * arithmetic: the fraction odd * unit / period is reduced, and is exact
+ * when its denominator is a power of two and its odd numerator has at most
+ * 53 bits (and the power of two is in range).
+ */
+static bool
+rate_per_unit(RlPolicy *p, uint64 odd, int exponent, int64 unit)
+{
+	uint64		g = gcd_u64((uint64) unit, (uint64) p->period);
+	uint64		numerator = (uint64) unit / g;
+	uint64		denominator = (uint64) p->period / g;
+	uint64		factor = gcd_u64(odd, denominator);
+	uint64		n;
+	int			numerator_twos;
+	int			denominator_twos;
+	RlPolicy	friendly = *p;
+
+	denominator = odd_part(denominator / factor, &denominator_twos);
+	if (denominator != 1)
+		return false;
+	numerator = odd_part(numerator, &numerator_twos);
+	if (pg_mul_u64_overflow(odd / factor, numerator, &n) ||
+		n > (UINT64CONST(1) << 53))
+		return false;
+	exponent += numerator_twos - denominator_twos;
+	friendly.rate = ldexp((double) n, exponent);
+	friendly.period = unit;
+	if (!(friendly.rate > 0) || isinf(friendly.rate) ||
+		ldexp(friendly.rate, -exponent) != (double) n ||
+		rl_policy_problem(&friendly) != NULL)
+		return false;
+	*p = friendly;
+	return true;
+}
+
+/*
+ * A token bucket's rate and period in one form for each ratio rate /
+ * period, the only thing its arithmetic reads, and a form people read
+ * (rl_status shows it): the rate per second, minute, hour or day, the
+ * first of these that a double holds exactly (1 per second, 60 per minute
+ * and 3600 per hour are 1 per second; 100 per hour and 200 per 2 hours
+ * are 100 per hour).  Whether rate * unit / period is exact depends on the
+ * ratio only, so every spelling of a ratio takes the same unit.  A ratio
+ * exact per none of them (1 per 7 seconds) is written as its reduced
+ * fraction: the period divided by its largest divisor d for which rate / d
+ * is exact (a power of two, times an odd factor that divides rate's odd
+ * mantissa), unique too (0.015625 per 109375 microseconds).  Left alone
+ * where the reduced rate would not be exact (far below 1e-300).
+ */
+static void
+canonical_rate(RlPolicy *p)
+{
+	static const int64 units[] = {USECS_PER_SEC, USECS_PER_MINUTE,
+	USECS_PER_HOUR, USECS_PER_DAY};
+	int			exponent;
+	uint64		m;
+	uint64		odd;
+	int			twos;
+	uint64		a;
+	double		rate;
+
+	if (!(p->rate > 0) || isinf(p->rate) || p->period <= 0)
+		return;
+	m = (uint64) ldexp(frexp(p->rate, &exponent), 53);
+	m = odd_part(m, &twos);
+	exponent += twos - 53;
+	for (int i = 0; i < lengthof(units); i++)
+		if (rate_per_unit(p, m, exponent, units[i]))
+			return;
+	odd = odd_part((uint64) p->period, &twos);
+	a = gcd_u64(m, odd);
 	rate = ldexp((double) (m / a), exponent - twos);
 	if (!(rate > 0) || ldexp(rate, twos) * (double) a != p->rate)
 		return;
@@ -182,7 +242,7 @@ reduce_rate(RlPolicy *p)
  * The canonical form of a policy, for its stored name: what the algebra
  * cannot tell apart is written one way.  A start is its phase in the
  * period (rl_window_origin reads nothing else), and a token bucket's rate
- * is reduced (reduce_rate); a calendar's zone is named by its class
+ * and period are canonical_rate's; a calendar's zone is named by its class
  * (rl_calendar_zone_class), where inline_row_name writes it.
  */
 static void
@@ -191,7 +251,7 @@ canonical_policy(RlPolicy *p)
 	if (p->has_start)
 		p->start = rl_window_origin(p, NULL, 0, NULL, 0, true);
 	if (p->kind == RL_TOKEN_BUCKET)
-		reduce_rate(p);
+		canonical_rate(p);
 }
 
 /*
