@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "pgtime.h"
+#include "utils/memutils.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
@@ -147,18 +148,222 @@ calendar_window_index(const RlCalendar *calendar, int64 t)
 }
 
 /*
+ * The zones of the tz database, as pg_timezone_names lists them (the
+ * files of the time zone directory), sorted by name, each with a
+ * fingerprint of its UTC offsets; built once per backend.  A name
+ * pg_tzset accepts only as a POSIX TZ string ("UTC0", "<A>0") is not
+ * among them.
+ */
+typedef struct RlZone
+{
+	char	   *name;
+	uint64		print;
+	const char *class;			/* rl_calendar_zone_class's, once known */
+} RlZone;
+
+static RlZone *zones;
+static int	nzones;
+
+/* Zones compare equal up to here: 2200-01-01, past every rule change. */
+#define ZONE_HORIZON	INT64CONST(7258118400)
+/* and from here, the start of timestamptz's range (4714 BC) */
+#define ZONE_ORIGIN		INT64CONST(-210866803200)
+
+/* A cheap summary of a zone's offsets: equal zones have equal prints. */
+static uint64
+zone_print(const pg_tz *tz)
+{
+	uint64		print = 0;
+
+	/* mid-January and mid-July, every fourth year from 1850 to 2098 */
+	for (pg_time_t t = INT64CONST(-3786825600) + 14 * 86400;
+		 t < INT64CONST(4102444800); t += INT64CONST(126230400))
+	{
+		for (int half = 0; half < 2; half++)
+		{
+			pg_time_t	at = t + half * 181 * 86400;
+			struct pg_tm *tm = pg_localtime(&at, tz);
+
+			print = print * 1000003 + (uint64) (tm ? tm->tm_gmtoff : 1);
+		}
+	}
+	return print;
+}
+
+/* Whether two zones have the same UTC offset at every instant. */
+static bool
+zones_agree(const pg_tz *a, const pg_tz *b)
+{
+	pg_time_t	t = ZONE_ORIGIN;
+
+	while (t < ZONE_HORIZON)
+	{
+		long int	before_a,
+					before_b,
+					after;
+		int			dst;
+		pg_time_t	next_a,
+					next_b;
+		int			has_a = pg_next_dst_boundary(&t, &before_a, &dst, &next_a,
+												 &after, &dst, a);
+		int			has_b = pg_next_dst_boundary(&t, &before_b, &dst, &next_b,
+												 &after, &dst, b);
+
+		if (has_a < 0 || has_b < 0 || before_a != before_b)
+			return false;
+		if (has_a == 0 && has_b == 0)
+			return true;
+		/* on to the next instant where either may change */
+		t = has_a == 0 ? next_b : has_b == 0 ? next_a :
+			Min(next_a, next_b);
+	}
+	return true;
+}
+
+static int
+zone_cmp(const void *a, const void *b)
+{
+	return strcmp(((const RlZone *) a)->name, ((const RlZone *) b)->name);
+}
+
+/* Read the zones of the tz database, once. */
+static void
+load_zones(void)
+{
+	MemoryContext old;
+	pg_tzenum  *dir;
+	pg_tz	   *tz;
+	int			room = 1024;
+	RlZone	   *list;
+	int			n = 0;
+
+	if (zones != NULL)
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	list = palloc(room * sizeof(RlZone));
+	dir = pg_tzenumerate_start();
+	while ((tz = pg_tzenumerate_next(dir)) != NULL)
+	{
+		if (n == room)
+		{
+			room *= 2;
+			list = repalloc(list, room * sizeof(RlZone));
+		}
+		list[n].name = pstrdup(pg_get_timezone_name(tz));
+		list[n].print = zone_print(tz);
+		list[n].class = NULL;
+		n++;
+	}
+	pg_tzenumerate_end(dir);
+	MemoryContextSwitchTo(old);
+	qsort(list, n, sizeof(RlZone), zone_cmp);
+	nzones = n;
+	zones = list;
+}
+
+/* The entry of a tz database name, exactly as the database spells it. */
+static RlZone *
+find_zone(const char *name)
+{
+	RlZone		probe;
+
+	load_zones();
+	probe.name = (char *) name;
+	return bsearch(&probe, zones, nzones, sizeof(RlZone), zone_cmp);
+}
+
+/*
  * A time zone name as the tz database spells it ("america/new_york" is
- * "America/New_York"); NULL for a name it does not know.
+ * "America/New_York"); NULL for a name it does not know, and for a POSIX
+ * TZ string, which pg_tzset accepts but names no zone of the database.
  */
 const char *
 rl_calendar_zone_canonical(const char *zone)
 {
 	pg_tz	   *tz;
+	const char *name;
 
 	if (strlen(zone) >= TZ_STRLEN_MAX)
 		return NULL;
 	tz = pg_tzset(zone);
-	return tz ? pg_get_timezone_name(tz) : NULL;
+	if (tz == NULL)
+		return NULL;
+	name = pg_get_timezone_name(tz);
+	return find_zone(name) ? name : NULL;
+}
+
+/*
+ * How much a name is preferred as the name of its class, lowest first: a
+ * name in a continent's area of the tz database, then in an ocean's, then
+ * in Antarctica's, then any other ("US/Eastern", "Arctic/Longyearbyen").
+ * Oceans and Antarctica come after the continents since their names are
+ * often links to a continent's zone ("Atlantic/Jan_Mayen" to
+ * "Europe/Berlin", "Antarctica/McMurdo" to "Pacific/Auckland").
+ */
+static int
+zone_rank(const char *name)
+{
+	static const char *const areas[] = {
+		"Africa/", "America/", "Asia/", "Australia/", "Europe/",
+		"Atlantic/", "Indian/", "Pacific/", "Antarctica/"
+	};
+
+	for (int i = 0; i < lengthof(areas); i++)
+		if (strncmp(name, areas[i], strlen(areas[i])) == 0)
+			return i < 5 ? 0 : i < 8 ? 1 : 2;
+	return 3;
+}
+
+/* Whether name a is preferred to name b as the name of their class. */
+static bool
+zone_preferred(const char *a, const char *b)
+{
+	int			rank_a = zone_rank(a);
+	int			rank_b = zone_rank(b);
+
+	return rank_a != rank_b ? rank_a < rank_b : strcmp(a, b) < 0;
+}
+
+/*
+ * The one name of every zone that has the same UTC offsets as the
+ * calendar's at every instant, for the name an inline config's state is
+ * stored under: windows are local midnights, so the offsets are all that
+ * tells two zones apart.  Links ("Zulu", "US/Eastern") and zones that
+ * only differ in abbreviations ("Etc/GMT", "Etc/UTC") are one zone: its
+ * name is "UTC" for a zone always at UTC, else the preferred
+ * (zone_preferred) of the tz database names that agree (up to 2200, past
+ * every rule change): "Europe/Berlin", "America/New_York".  Kept per
+ * zone for the session.
+ */
+const char *
+rl_calendar_zone_class(const RlCalendar *calendar)
+{
+	const pg_tz *tz = (const pg_tz *) calendar->zone;
+	const char *name = pg_get_timezone_name((pg_tz *) tz);
+	RlZone	   *self = find_zone(name);
+	const char *class;
+	long int	offset;
+
+	if (pg_get_timezone_offset(tz, &offset) && offset == 0)
+		return "UTC";
+	if (self == NULL)
+		return name;
+	if (self->class != NULL)
+		return self->class;
+	class = self->name;
+	for (RlZone *z = zones; z < zones + nzones; z++)
+	{
+		if (z != self && z->print == self->print &&
+			zone_preferred(z->name, class))
+		{
+			pg_tz	   *other = pg_tzset(z->name);
+
+			if (other != NULL && zones_agree(other, tz))
+				class = z->name;
+		}
+	}
+	self->class = class;
+	return class;
 }
 
 /*
@@ -168,7 +373,7 @@ rl_calendar_zone_canonical(const char *zone)
 void
 rl_calendar_init(RlCalendar *calendar, RlCalendarUnit unit, const char *zone)
 {
-	pg_tz	   *tz = strlen(zone) < TZ_STRLEN_MAX ? pg_tzset(zone) : NULL;
+	pg_tz	   *tz = rl_calendar_zone_canonical(zone) ? pg_tzset(zone) : NULL;
 
 	if (tz == NULL)
 		ereport(ERROR,
