@@ -409,6 +409,69 @@ COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
 
+-- rl_reset's config argument (1.3): reset the key's state under an inline
+-- policy, as rl_limit with that config uses it (a memory key at commit).
+DROP FUNCTION @extschema@.rl_reset(text, text);
+DROP FUNCTION @extschema@.rl_reset(text, bigint);
+DROP FUNCTION @extschema@.rl_reset(text, integer);
+DROP FUNCTION @extschema@.rl_reset(text, smallint);
+DROP FUNCTION @extschema@.rl_reset(text, uuid);
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key text DEFAULT NULL,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, text, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, text, @extschema@.rl_policy) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key bigint,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, bigint, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key integer,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, integer, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer, @extschema@.rl_policy) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key smallint,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, smallint, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key uuid,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, uuid, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
+
 -- Per-key overrides (1.3): a key of a defined rate limit may carry its own
 -- rate, period, capacity and max_reserved; every other column (kind,
 -- shards, start, storage, shadow, block_for and its escalation) is the

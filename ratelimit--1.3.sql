@@ -375,48 +375,53 @@ COMMENT ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) IS
 
 CREATE FUNCTION @extschema@.rl_reset(
 	name text,
-	key text DEFAULT NULL)
+	key text DEFAULT NULL,
+	config @extschema@.rl_policy DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_reset'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_reset(text, text) IS
-	'forget the state of one key (every shard): it starts again from a full bucket';
+COMMENT ON FUNCTION @extschema@.rl_reset(text, text, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
 
 CREATE FUNCTION @extschema@.rl_reset(
 	name text,
-	key bigint)
+	key bigint,
+	config @extschema@.rl_policy DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_reset'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_reset(text, bigint) IS
-	'forget the state of one key (every shard): it starts again from a full bucket';
+COMMENT ON FUNCTION @extschema@.rl_reset(text, bigint, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
 
 CREATE FUNCTION @extschema@.rl_reset(
 	name text,
-	key integer)
+	key integer,
+	config @extschema@.rl_policy DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_reset'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_reset(text, integer) IS
-	'forget the state of one key (every shard): it starts again from a full bucket';
+COMMENT ON FUNCTION @extschema@.rl_reset(text, integer, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
 
 CREATE FUNCTION @extschema@.rl_reset(
 	name text,
-	key smallint)
+	key smallint,
+	config @extschema@.rl_policy DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_reset'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_reset(text, smallint) IS
-	'forget the state of one key (every shard): it starts again from a full bucket';
+COMMENT ON FUNCTION @extschema@.rl_reset(text, smallint, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
 
 CREATE FUNCTION @extschema@.rl_reset(
 	name text,
-	key uuid)
+	key uuid,
+	config @extschema@.rl_policy DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_reset'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_reset(text, uuid) IS
-	'forget the state of one key (every shard): it starts again from a full bucket';
+COMMENT ON FUNCTION @extschema@.rl_reset(text, uuid, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
 
 CREATE TYPE @extschema@.rl_all_result AS (
 	ok boolean,
@@ -453,23 +458,23 @@ COMMENT ON FUNCTION @extschema@.rl_enforce() IS
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, text, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_sliding_window(float8, interval, timestamptz, text) FROM PUBLIC;

@@ -56,6 +56,28 @@ SELECT count(*) AS inline_rows_kept FROM rate_limits WHERE name LIKE E'signup\x1
 -- rl_reset forgets the key under every policy of the name; other keys stay
 SELECT rl_reset('signup', 'u');
 SELECT shown(name) AS stored_name, key FROM rate_limits WHERE name LIKE 'signup%' ORDER BY 1, 2;
+-- with a config, rl_reset forgets that policy's rows of the key only (the
+-- same policy written differently is the same policy)
+SELECT ok FROM rl_limit('signup', 'x', 3, config => rl_fixed_window(3, '1 hour'));
+SELECT ok FROM rl_limit('signup', 'x', 1, config => rl_token_bucket(10, '1 hour'));
+SELECT ok FROM rl_limit('signup', 'y', 1, config => rl_fixed_window(3, '1 hour'));
+SELECT rl_reset('signup', 'x', config => rl_fixed_window(3, '60 minutes', capacity => 3));
+SELECT shown(name) AS stored_name, key FROM rate_limits WHERE name LIKE 'signup%' ORDER BY 1, 2;
+SELECT ok, remaining FROM rl_limit('signup', 'x', 3, config => rl_fixed_window(3, '1 hour'));
+-- a number key, as rl_limit takes it
+SELECT ok FROM rl_limit('signup', 5, config => rl_fixed_window(3, '1 hour'));
+SELECT rl_reset('signup', 5::bigint, rl_fixed_window(3, '1 hour'));
+SELECT count(*) AS key_5_rows FROM rate_limits WHERE name LIKE 'signup%' AND key = '5';
+-- a table key's rows are written: 25006 in a READ ONLY transaction
+BEGIN READ ONLY;
+SELECT error_of($$SELECT rl_reset('signup', 'y', config => rl_fixed_window(3, '1 hour'))$$);
+ROLLBACK;
+-- a config for a defined name: 42710 as rl_limit raises, nothing deleted
+SELECT rl_define('signup', 'token bucket', 100, '1 hour');
+SELECT ok FROM rl_limit('signup', 'y');
+SELECT error_of($$SELECT rl_reset('signup', 'y', config => rl_fixed_window(3, '1 hour'))$$);
+SELECT shown(name) AS stored_name, key FROM rate_limits WHERE name LIKE 'signup%' ORDER BY 1, 2;
+SELECT rl_undefine('signup');
 
 -- rl_gc judges inline rows by their own policy: a full one goes, one
 -- still refilling stays

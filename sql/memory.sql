@@ -136,6 +136,49 @@ BEGIN READ ONLY;
 SELECT rl_reset('mem', 'adj');
 COMMIT;
 SELECT value FROM rl_value('mem', 'adj');
+-- an inline memory key is reset by passing its config, as rl_limit takes
+-- it (the store keeps no key text, so without it there is nothing to
+-- find): at commit, not after a rollback, in READ ONLY transactions too
+SELECT ok FROM rl_limit('inl', 'k', 3, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT ok FROM rl_limit('inl', 'k', 2, config => rl_token_bucket(2, '1 minute', storage => 'memory'));
+SELECT rl_reset('inl', 'k');
+SELECT value FROM rl_value('inl', 'k', config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+BEGIN;
+SELECT rl_reset('inl', 'k', config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT value FROM rl_value('inl', 'k', config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+ROLLBACK;
+SELECT value FROM rl_value('inl', 'k', config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+BEGIN READ ONLY;
+SELECT rl_reset('inl', 'k', config => rl_token_bucket(3, '1 minute', capacity => 3, storage => 'memory'));
+SELECT value FROM rl_value('inl', 'k', config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+COMMIT;
+SELECT value FROM rl_value('inl', 'k', config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+-- another policy of the name is another entry, kept
+SELECT value FROM rl_value('inl', 'k', config => rl_token_bucket(2, '1 minute', storage => 'memory'));
+-- every key type, as rl_limit takes it
+SELECT ok FROM rl_limit('inl', 7::bigint, 3, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT rl_reset('inl', 7::bigint, rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT value FROM rl_value('inl', 7, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT ok FROM rl_limit('inl', 8, 3, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT rl_reset('inl', 8, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT value FROM rl_value('inl', 8::smallint, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT ok FROM rl_limit('inl', 9::smallint, 3, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT rl_reset('inl', 9::smallint, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT value FROM rl_value('inl', 9::smallint, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT ok FROM rl_limit('inl', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, 3, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT rl_reset('inl', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT value FROM rl_value('inl', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT ok FROM rl_limit('inl', NULL::text, 3, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT rl_reset('inl', NULL::text, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+SELECT value FROM rl_value('inl', NULL::text, config => rl_token_bucket(3, '1 minute', storage => 'memory'));
+-- a config for a defined name is refused as rl_limit refuses it (42710),
+-- and the key keeps its state
+SELECT ok FROM rl_limit('mem', 'def', 3);
+SELECT error_of($$SELECT rl_reset('mem', 'def', config => rl_token_bucket(3, '1 minute', storage => 'memory'))$$);
+SELECT value FROM rl_value('mem', 'def');
+-- a NULL config is no config
+SELECT rl_reset('mem', 'def', config => NULL);
+SELECT value FROM rl_value('mem', 'def');
 
 ------------------------------------------------------------------ all or nothing across stores
 SET ratelimit.now_override = '2026-01-01 04:00:00+00';

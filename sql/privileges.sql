@@ -28,7 +28,7 @@ SELECT rl_reset('priv', 'u'::text);
 RESET ROLE;
 
 -- an administrator can grant the admin functions deliberately
-GRANT EXECUTE ON FUNCTION rl_reset(text, text) TO regress_ratelimit_app;
+GRANT EXECUTE ON FUNCTION rl_reset(text, text, rl_policy) TO regress_ratelimit_app;
 SET ROLE regress_ratelimit_app;
 SELECT rl_reset('priv', 'u');
 RESET ROLE;
@@ -42,7 +42,7 @@ FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::re
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'ratelimit'
 ORDER BY p.oid::regprocedure::text;
 
-REVOKE EXECUTE ON FUNCTION rl_reset(text, text) FROM regress_ratelimit_app;
+REVOKE EXECUTE ON FUNCTION rl_reset(text, text, rl_policy) FROM regress_ratelimit_app;
 DROP ROLE regress_ratelimit_app;
 SELECT rl_undefine('priv');
 DELETE FROM rate_limits;

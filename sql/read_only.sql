@@ -26,6 +26,7 @@ SELECT stmt, error_of(stmt) FROM (VALUES
   ($$SELECT rl_limit('inline', 'k', config => rl_token_bucket(1, '1 hour'))$$),
   ($$SELECT rl_limit_all(ARRAY['ro', 'ro'], ARRAY['k', 'j'], ARRAY[1, 1])$$),
   ($$SELECT rl_reset('ro', 'k')$$),
+  ($$SELECT rl_reset('inline', 'k', config => rl_token_bucket(1, '1 hour'))$$),
   ($$SELECT rl_define('ro2', 'token bucket', 1, '1 second')$$),
   ($$SELECT rl_undefine('ro')$$),
   ($$SELECT rl_gc()$$),

@@ -58,6 +58,7 @@ PG_MODULE_MAGIC;
 #define ARG_JITTER		6
 #define ARG_LIMIT_WAIT	7		/* rl_limit only, from 1.3 */
 #define ARG_VALUE_CONFIG 2		/* rl_value(name, key, config) */
+#define ARG_RESET_CONFIG 2		/* rl_reset(name, key, config), from 1.3 */
 
 /* rl_refund, rl_penalize (name, key, count, config); rl_block (name, key, duration, config) */
 #define ARG_ADJUST_AMOUNT 2
@@ -459,19 +460,31 @@ rl_block(PG_FUNCTION_ARGS)
 	return adjust(fcinfo, RL_ADJUST_BLOCK, "rl_block()");
 }
 
-/* rl_reset(name, key): forget one key's state, all shards. */
+/*
+ * rl_reset(name, key, config): forget one key's state, all shards.  With a
+ * config, the state rl_limit with that config uses, and only it; without
+ * (and from rl_reset of 1.0 to 1.2, which has no such argument), a defined
+ * limit's key, or the table rows of the key under every inline policy of
+ * the name: an inline memory key is found by its config alone.
+ */
 Datum
 rl_reset(PG_FUNCTION_ARGS)
 {
 	RlCallCache *cache = call_cache(fcinfo);
 	RlTarget	target;
+	HeapTupleHeader config = NULL;
 
+	if (PG_NARGS() > ARG_RESET_CONFIG)
+		config = call_config(fcinfo, ARG_RESET_CONFIG);
 	call_target(fcinfo, cache, &target);
 	rl_storage_begin(cache->nspid);
-	if (!rl_forget_memory(&target))
+	if (!rl_forget_memory(&target, config))
 	{
 		PreventCommandIfReadOnly("rl_reset()");
-		rl_storage_delete(target.name, target.key);
+		if (config != NULL)
+			rl_storage_delete_stored(target.name, target.key);
+		else
+			rl_storage_delete(target.name, target.key);
 	}
 	rl_storage_end();
 	PG_RETURN_VOID();

@@ -2369,20 +2369,26 @@ adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
 }
 
 /*
- * rl_reset on a defined memory limit: the key is forgotten (full again)
- * when the transaction commits.  False for any other name, whose rows are
- * deleted instead.
+ * rl_reset on a memory limit: the key is forgotten (full again) when the
+ * transaction commits.  With a config, the target is resolved with it as
+ * rl_limit resolves it (a defined name refuses it); without, only a
+ * defined name's key is found here.  False for a table limit, whose rows
+ * are deleted instead: target->name is then the stored name of the
+ * config's rows, or, without one, the name as given.
  */
 bool
-rl_forget_memory(RlTarget *target)
+rl_forget_memory(RlTarget *target, HeapTupleHeader config)
 {
 	RlPolicy	policy;
 	RlMemoryKey k;
 
-	if (!rl_definition_lookup(target->label, &policy) ||
-		policy.store != RL_STORE_MEMORY)
+	if (config == NULL &&
+		(!rl_definition_lookup(target->label, &policy) ||
+		 policy.store != RL_STORE_MEMORY))
 		return false;
-	rl_target_resolve(target, NULL);
+	rl_target_resolve(target, config);
+	if (target->policy.store != RL_STORE_MEMORY)
+		return false;
 	memory_key(target, &k);
 	rl_memory_at_commit(&k, &target->policy, target->origin, RL_MEMORY_RESET,
 						0, 0, target->memory_epoch);

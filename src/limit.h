@@ -79,7 +79,7 @@ extern bool rl_row_now(const RlTarget *target, RlState stored,
 					   RlState *current, int64 *reset_after, bool *idle);
 extern RlState rl_adjust(RlTarget *target, RlAdjustment kind, double amount,
 						 int64 duration);
-extern bool rl_forget_memory(RlTarget *target);
+extern bool rl_forget_memory(RlTarget *target, HeapTupleHeader config);
 extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
 						   bool reserve, RlAnswer *answers);
 

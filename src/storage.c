@@ -99,6 +99,7 @@ typedef enum RlPlanId
 	PLAN_PUT_OVERRIDE,
 	PLAN_DELETE_OVERRIDE,
 	PLAN_DELETE_NAME_OVERRIDES,
+	PLAN_DELETE_STORED_KEY,		/* rl_reset's config: from 1.3 on */
 	PLAN_COUNT
 } RlPlanId;
 
@@ -273,6 +274,10 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_DELETE_NAME_OVERRIDES] = {
 		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1",
 		1, {TEXTOID}
+	},
+	[PLAN_DELETE_STORED_KEY] = {
+		"DELETE FROM ONLY %s.rate_limits WHERE name" EQ "$1 AND key" EQ "$2",
+		2, {TEXTOID, TEXTOID}
 	},
 };
 
@@ -1079,6 +1084,19 @@ rl_storage_delete(text *name, text *key)
 	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
 
 	run_plan(PLAN_DELETE_KEY, args, NULL, false, SPI_OK_DELETE);
+	return SPI_processed;
+}
+
+/*
+ * Delete every shard of one key's state under one stored name (an inline
+ * policy's, from rl_reset with its config); returns how many rows went.
+ */
+uint64
+rl_storage_delete_stored(text *stored, text *key)
+{
+	Datum		args[2] = {PointerGetDatum(stored), PointerGetDatum(key)};
+
+	run_plan(PLAN_DELETE_STORED_KEY, args, NULL, false, SPI_OK_DELETE);
 	return SPI_processed;
 }
 

@@ -112,6 +112,7 @@ extern void rl_storage_read_shards(text *name, text *key, int nshards,
 extern bool rl_storage_insert(const RlRowKey *row, const RlState *state);
 extern void rl_storage_update(ItemPointer tid, const RlState *state);
 extern uint64 rl_storage_delete(text *name, text *key);
+extern uint64 rl_storage_delete_stored(text *stored, text *key);
 extern void rl_storage_delete_row(ItemPointer tid);
 
 extern RlScan *rl_storage_scan_begin(void);

@@ -87,6 +87,16 @@ is($standby->safe_psql('postgres', "$clock
 		SELECT ok, remaining FROM rl_limit('mem', 'rb');"),
 	"2\nt|1", 'a refund on the standby gives tokens back');
 
+# an inline memory key on the standby: rl_reset with its config resets it
+# there (at commit, writing no table)
+my $inline = q{config => rl_token_bucket(1, '1 hour', capacity => 3, storage => 'memory')};
+is($standby->safe_psql('postgres', "$clock
+		SELECT ok FROM rl_limit('inl', 'k', 3, $inline);
+		SELECT ok FROM rl_limit('inl', 'k', $inline);
+		SELECT 'reset' FROM rl_reset('inl', 'k', $inline);
+		SELECT ok, remaining FROM rl_limit('inl', 'k', 3, $inline);"),
+	"t\nf\nreset\nt|0", 'rl_reset with its config resets an inline memory key on the standby');
+
 # a table limit still needs a writable server
 my ($ret, $out, $err) = $standby->psql('postgres',
 	"\\set VERBOSITY verbose\n$clock SELECT rl_limit('tbl', 'k')");
