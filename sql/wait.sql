@@ -134,7 +134,7 @@ SELECT dblink_disconnect('other');
 
 -- Waiters racing for one key: one that saw the tokens but lost them to
 -- another goes back to waiting, so every call is granted within its wait
--- (4 sessions, 5 calls each, one token every 50 ms), and a lost race is
+-- (8 sessions, 3 calls each, one token every 50 ms), and a lost race is
 -- neither a refusal (rl_stats) nor a block (block_for)
 SELECT rl_define('w_race', 'token bucket', 20, '1 second', capacity => 1,
 	block_for => '1 hour');
@@ -144,7 +144,7 @@ CREATE PROCEDURE race(lim text, INOUT granted int)
 LANGUAGE plpgsql AS $$
 BEGIN
 	granted := 0;
-	FOR i IN 1..5 LOOP
+	FOR i IN 1..3 LOOP
 		IF (SELECT ok FROM rl_limit(lim, 'k', wait => '10 seconds')) THEN
 			granted := granted + 1;
 		END IF;
@@ -152,20 +152,20 @@ BEGIN
 	END LOOP;
 END $$;
 SELECT dblink_connect('r' || i, 'dbname=' || current_database())
-FROM generate_series(1, 4) i;
+FROM generate_series(1, 8) i;
 SELECT dblink_send_query('r' || i, $$CALL race('w_race', 0)$$)
-FROM generate_series(1, 4) i;
+FROM generate_series(1, 8) i;
 SELECT sum(granted) AS granted
-FROM generate_series(1, 4) i,
+FROM generate_series(1, 8) i,
 	LATERAL dblink_get_result('r' || i) AS r(granted int);
-SELECT count(*) FROM generate_series(1, 4) i,
+SELECT count(*) FROM generate_series(1, 8) i,
 	LATERAL dblink_get_result('r' || i) AS r(granted int);
 SELECT dblink_send_query('r' || i, $$CALL race('w_race_m', 0)$$)
-FROM generate_series(1, 4) i;
+FROM generate_series(1, 8) i;
 SELECT sum(granted) AS granted
-FROM generate_series(1, 4) i,
+FROM generate_series(1, 8) i,
 	LATERAL dblink_get_result('r' || i) AS r(granted int);
-SELECT dblink_disconnect('r' || i) FROM generate_series(1, 4) i;
+SELECT dblink_disconnect('r' || i) FROM generate_series(1, 8) i;
 SELECT name, calls, granted, refused, blocks FROM rl_stats
 WHERE datname = current_database() AND name LIKE 'w\_race%' ORDER BY name;
 SELECT ts <= now() + '1 minute' AS not_blocked FROM rl_value('w_race', 'k');
