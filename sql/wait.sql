@@ -11,13 +11,13 @@ SELECT rl_define('w_t', 'token bucket', 10, '1 second', capacity => 1);
 SELECT rl_define('w_m', 'token bucket', 10, '1 second', capacity => 1,
 	storage => 'memory');
 
-CREATE FUNCTION timed(lim text, k text, w interval)
+CREATE FUNCTION timed(lim text, k text, w interval, n float8 DEFAULT 1)
 RETURNS TABLE (ok boolean, waited text)
 LANGUAGE plpgsql AS $$
 DECLARE
 	t0 timestamptz := clock_timestamp();
 BEGIN
-	ok := (rl_limit(lim, k, wait => w)).ok;
+	ok := (rl_limit(lim, k, n, wait => w)).ok;
 	waited := CASE WHEN clock_timestamp() - t0 >= '50 ms' THEN 'slept'
 		ELSE 'at once' END;
 	RETURN NEXT;
@@ -63,6 +63,27 @@ SELECT * FROM timed('w_m2', 'held', '5 seconds');
 SELECT * FROM timed('w_m2', 'held', '5 seconds');
 COMMIT;
 
+-- A transaction's own pending takes on a memory key stand in its way
+-- until it commits: when they alone refuse the call (here they hold the
+-- whole capacity), waiting cannot help, and the call is refused at once,
+-- as on the table store
+BEGIN;
+SELECT ok FROM rl_limit('w_m', 'self');
+SELECT * FROM timed('w_m', 'self', '1 second');
+ROLLBACK;
+
+-- A take rolled back to a savepoint released the key's row: the
+-- transaction waits for the key again (2 tokens, one back every 500 ms;
+-- one left, the call asks for both)
+SELECT rl_define('w_sp', 'token bucket', 2, '1 second', capacity => 2);
+SELECT ok FROM rl_limit('w_sp', 'k');
+BEGIN;
+SAVEPOINT a;
+SELECT ok FROM rl_limit('w_sp', 'k');
+ROLLBACK TO SAVEPOINT a;
+SELECT * FROM timed('w_sp', 'k', '5 seconds', 2);
+COMMIT;
+
 -- No row lock while sleeping: another session's rl_refund, which locks
 -- the row, is not kept waiting (lock_timeout 50 ms) while the call sleeps
 -- for a token 1 second away
@@ -79,6 +100,76 @@ ROLLBACK;
 RESET lock_timeout;
 SELECT * FROM dblink_get_result('waiter') AS r(ok boolean);
 SELECT dblink_disconnect('waiter');
+
+-- A busy transaction still waits: which keys' rows it holds is known
+-- exactly, however many other keys it took from (2,000 here).  Another
+-- session empties each key just before the transaction's call.
+SELECT rl_define('busy_many', 'token bucket', 10, '1 second');
+SELECT rl_define('busy_many_m', 'token bucket', 10, '1 second',
+	storage => 'memory');
+CREATE FUNCTION emptied_then_timed(lim text, k text)
+RETURNS TABLE (emptied boolean, ok boolean, waited text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	SELECT r.ok INTO emptied FROM dblink('other',
+		format('SELECT ok FROM rl_limit(%L, %L)', lim, k)) AS r(ok boolean);
+	SELECT t.ok, t.waited INTO ok, waited FROM timed(lim, k, '5 seconds') t;
+	RETURN NEXT;
+END $$;
+SELECT dblink_connect('other', 'dbname=' || current_database());
+BEGIN;
+DO $$
+BEGIN
+	FOR i IN 1..2000 LOOP
+		PERFORM rl_limit('busy_many', i::text);
+		PERFORM rl_limit('busy_many_m', i::text);
+	END LOOP;
+END $$;
+SELECT lim, key, t.* FROM (VALUES (1, 'w_t'), (2, 'w_m')) l(i, lim),
+	(VALUES ('busy1'), ('busy2'), ('busy3')) k(key),
+	LATERAL emptied_then_timed(lim, key) t
+ORDER BY i, key;
+ROLLBACK;
+SELECT dblink_disconnect('other');
+
+-- Waiters racing for one key: one that saw the tokens but lost them to
+-- another goes back to waiting, so every call is granted within its wait
+-- (8 sessions, 3 calls each, one token every 50 ms), and a lost race is
+-- neither a refusal (rl_stats) nor a block (block_for)
+SELECT rl_define('w_race', 'token bucket', 20, '1 second', capacity => 1,
+	block_for => '1 hour');
+SELECT rl_define('w_race_m', 'token bucket', 20, '1 second', capacity => 1,
+	block_for => '1 hour', storage => 'memory');
+CREATE PROCEDURE race(lim text, INOUT granted int)
+LANGUAGE plpgsql AS $$
+BEGIN
+	granted := 0;
+	FOR i IN 1..3 LOOP
+		IF (SELECT ok FROM rl_limit(lim, 'k', wait => '10 seconds')) THEN
+			granted := granted + 1;
+		END IF;
+		COMMIT;
+	END LOOP;
+END $$;
+SELECT dblink_connect('r' || i, 'dbname=' || current_database())
+FROM generate_series(1, 8) i;
+SELECT dblink_send_query('r' || i, $$CALL race('w_race', 0)$$)
+FROM generate_series(1, 8) i;
+SELECT sum(granted) AS granted
+FROM generate_series(1, 8) i,
+	LATERAL dblink_get_result('r' || i) AS r(granted int);
+SELECT count(*) FROM generate_series(1, 8) i,
+	LATERAL dblink_get_result('r' || i) AS r(granted int);
+SELECT dblink_send_query('r' || i, $$CALL race('w_race_m', 0)$$)
+FROM generate_series(1, 8) i;
+SELECT sum(granted) AS granted
+FROM generate_series(1, 8) i,
+	LATERAL dblink_get_result('r' || i) AS r(granted int);
+SELECT dblink_disconnect('r' || i) FROM generate_series(1, 8) i;
+SELECT name, calls, granted, refused, blocks FROM rl_stats
+WHERE datname = current_database() AND name LIKE 'w\_race%' ORDER BY name;
+SELECT ts <= now() + '1 minute' AS not_blocked FROM rl_value('w_race', 'k');
+SELECT ts <= now() + '1 minute' AS not_blocked FROM rl_value('w_race_m', 'k');
 
 -- a memory limit tightened while a call sleeps: the call decides under the
 -- definition in force when it wakes (it granted under the one it read

@@ -19,11 +19,13 @@
  * Only the calls of this extension are noted: a row the application
  * locked itself (SELECT ... FOR UPDATE) is not known here.
  *
- * An unsharded call's row is not noted (that would cost every call a hash
- * table): it only marks its (name, key) in a small Bloom filter of the
- * transaction (rl_held_mark), which tells a waiting call (wait.c) whether
- * its transaction may hold the row.  A false "may" only keeps that call
- * from waiting; the filter is never wrong the other way.
+ * An unsharded call's row is not noted (copying its name and key would
+ * cost every call): it only marks its (name, key) in a small set of the
+ * transaction (rl_held_mark), a 64-bit hash of the pair with the id of
+ * the subtransaction that took the row, counted as above; this tells a
+ * waiting call (wait.c) whether its transaction holds the row.  Two pairs
+ * share a hash once in 2^64: a false "holds" only keeps that call from
+ * waiting; the set is never wrong the other way.
  *
  *-------------------------------------------------------------------------
  */
@@ -62,6 +64,21 @@ typedef struct HeldEntry
 } HeldEntry;
 
 static HTAB *held = NULL;
+
+/*
+ * The marks of unsharded rows: an open-addressed table of (hash, xid), at
+ * most half full, in TopTransactionContext, forgotten when the transaction
+ * ends (held_xact_callback).  A hash of 0 is an empty slot.
+ */
+typedef struct HeldMark
+{
+	uint64		hash;
+	TransactionId xid;
+} HeldMark;
+
+static HeldMark *marks = NULL;
+static uint32 marks_size = 0;	/* a power of two */
+static uint32 marks_used = 0;
 static bool callback_registered = false;
 
 static uint32
@@ -93,7 +110,7 @@ held_key_match(const void *key1, const void *key2, Size keysize)
 	return text_equal(a->name, b->name) && text_equal(a->key, b->key) ? 0 : 1;
 }
 
-/* The transaction ended: its notes went with TopTransactionContext. */
+/* The transaction ended: its notes and marks went with TopTransactionContext. */
 static void
 held_xact_callback(XactEvent event, void *arg)
 {
@@ -105,10 +122,23 @@ held_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			held = NULL;
+			marks = NULL;
+			marks_size = 0;
+			marks_used = 0;
 			break;
 		default:
 			break;
 	}
+}
+
+/* Forget the notes and marks when the transaction ends. */
+static void
+held_callback(void)
+{
+	if (callback_registered)
+		return;
+	RegisterXactCallback(held_xact_callback, NULL);
+	callback_registered = true;
 }
 
 /* The entry of (name, key), created when create; NULL when none. */
@@ -125,11 +155,7 @@ held_entry(text *name, text *key, bool create)
 
 		if (!create)
 			return NULL;
-		if (!callback_registered)
-		{
-			RegisterXactCallback(held_xact_callback, NULL);
-			callback_registered = true;
-		}
+		held_callback();
 		ctl.keysize = sizeof(HeldKey);
 		ctl.entrysize = sizeof(HeldEntry);
 		ctl.hash = held_key_hash;
@@ -229,70 +255,97 @@ rl_held_highest(text *name, text *key, int nshards)
 	return highest;
 }
 
-/*
- * The Bloom filter of unsharded rows: 1024 bits, two of them per (name,
- * key), for the top transaction id it was filled in.  A transaction that
- * locked or wrote a row has an id, so one without holds no row.  Bits are
- * never cleared within a transaction, even when a subtransaction rolls
- * back: a "may" too many.
- */
-#define HELD_BLOOM_WORDS 16
-static TransactionId bloom_xid = InvalidTransactionId;
-static uint64 bloom[HELD_BLOOM_WORDS];
-
-/* The two bits of (name, key). */
-static void
-bloom_bits(text *name, text *key, uint32 *a, uint32 *b)
+/* The hash of (name, key), never 0. */
+static uint64
+mark_hash(text *name, text *key)
 {
 	uint64		h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(name),
 										VARSIZE_ANY_EXHDR(name), 0);
 
 	h = hash_bytes_extended((const unsigned char *) VARDATA_ANY(key),
 							VARSIZE_ANY_EXHDR(key), h);
-	*a = (uint32) h % (HELD_BLOOM_WORDS * 64);
-	*b = (uint32) (h >> 32) % (HELD_BLOOM_WORDS * 64);
+	return h == 0 ? 1 : h;
 }
 
-/* An unsharded call locked or wrote (name, key)'s row. */
+/* The slot of hash: its mark, or the empty slot where it would go. */
+static HeldMark *
+mark_slot(uint64 hash)
+{
+	uint32		i = (uint32) hash & (marks_size - 1);
+
+	while (marks[i].hash != 0 && marks[i].hash != hash)
+		i = (i + 1) & (marks_size - 1);
+	return &marks[i];
+}
+
+/* Room for one more mark. */
+static void
+marks_reserve(void)
+{
+	HeldMark   *old = marks;
+	uint32		old_size = marks_size;
+
+	if (marks != NULL && (marks_used + 1) * 2 <= marks_size)
+		return;
+	held_callback();
+	marks_size = old == NULL ? 16 : old_size * 2;
+	marks = MemoryContextAllocZero(TopTransactionContext,
+								   sizeof(HeldMark) * marks_size);
+	for (uint32 i = 0; i < old_size; i++)
+		if (old[i].hash != 0)
+			*mark_slot(old[i].hash) = old[i];
+	if (old != NULL)
+		pfree(old);
+}
+
+/*
+ * An unsharded call locked or wrote (name, key)'s row.  A mark that still
+ * counts is kept (an outer subtransaction's lock outlives this one's).  The
+ * row was taken in this subtransaction, which then has an id, unless an
+ * outer one already held it unmarked (a lock this extension did not note):
+ * the top transaction's id then stands for it.
+ */
 void
 rl_held_mark(text *name, text *key)
 {
-	TransactionId xid = GetTopTransactionIdIfAny();
-	uint32		a,
-				b;
+	TransactionId xid;
+	uint64		hash;
+	HeldMark   *mark;
 
-	if (!TransactionIdIsValid(xid))
+	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		return;					/* nothing locked after all */
-	if (xid != bloom_xid)
+	marks_reserve();
+	hash = mark_hash(name, key);
+	mark = mark_slot(hash);
+	if (mark->hash != 0 && TransactionIdIsCurrentTransactionId(mark->xid))
+		return;
+	xid = GetCurrentTransactionIdIfAny();
+	if (!TransactionIdIsValid(xid))
+		xid = GetTopTransactionId();
+	if (mark->hash == 0)
 	{
-		memset(bloom, 0, sizeof(bloom));
-		bloom_xid = xid;
+		mark->hash = hash;
+		marks_used++;
 	}
-	bloom_bits(name, key, &a, &b);
-	bloom[a / 64] |= UINT64CONST(1) << (a % 64);
-	bloom[b / 64] |= UINT64CONST(1) << (b % 64);
+	mark->xid = xid;
 }
 
 /*
  * Whether the transaction may hold a row of (name, key): a shard noted, or
- * an unsharded row marked.
+ * an unsharded row marked, by a subtransaction not rolled back.
  */
 bool
 rl_held_maybe(text *name, text *key)
 {
-	TransactionId xid = GetTopTransactionIdIfAny();
 	int16		shard;
-	uint32		a,
-				b;
+	HeldMark   *mark;
 
-	if (!TransactionIdIsValid(xid))
+	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		return false;
 	if (rl_held_shards(name, key, &shard, 1) > 0)
 		return true;
-	if (xid != bloom_xid)
+	if (marks == NULL)
 		return false;
-	bloom_bits(name, key, &a, &b);
-	return (bloom[a / 64] & (UINT64CONST(1) << (a % 64))) != 0 &&
-		(bloom[b / 64] & (UINT64CONST(1) << (b % 64))) != 0;
+	mark = mark_slot(mark_hash(name, key));
+	return mark->hash != 0 && TransactionIdIsCurrentTransactionId(mark->xid);
 }
-

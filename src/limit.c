@@ -1642,11 +1642,15 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 
 /*
  * Consume count tokens from a limit whose policy is known, refusing a
- * count it can never grant, and count the call in its statistics: granted,
- * refused, or an error, whatever raised it.
+ * count it can never grant, and count the call in its statistics.  final:
+ * the answer is the call's own (granted, refused, or an error, whatever
+ * raised it), and a refusal blocks its key under block_for.  Otherwise
+ * (a waiting call's try, wait.c) only a grant or an error is the call's
+ * answer: a refusal is neither counted nor blocks.
  */
-void
-rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
+static void
+consume_counted(RlTarget *target, double count, bool reserve, bool final,
+				RlAnswer *answer)
 {
 	RlStatsCall call = {{0}};
 	RlStatsCall *callp = &call;
@@ -1656,7 +1660,8 @@ rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 		rl_target_check_count(target, count, reserve);
 		consume_one(target, count, reserve, answer);
 		apply_shadow(target, answer);
-		apply_block(target, count, reserve, answer);
+		if (final)
+			apply_block(target, count, reserve, answer);
 		return;
 	}
 	rl_stats_attribute(callp);
@@ -1665,7 +1670,8 @@ rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 		rl_target_check_count(target, count, reserve);
 		consume_one(target, count, reserve, answer);
 		apply_shadow(target, answer);
-		apply_block(target, count, reserve, answer);
+		if (final)
+			apply_block(target, count, reserve, answer);
 	}
 	PG_CATCH();
 	{
@@ -1673,7 +1679,60 @@ rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	count_answer(target, callp, count, answer, true);
+	if (final || answer->ok)
+		count_answer(target, callp, count, answer, true);
+	else
+		rl_stats_attribute(NULL);
+}
+
+/* Consume count tokens from a limit: the call's answer (consume_counted). */
+void
+rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
+{
+	consume_counted(target, count, reserve, true, answer);
+}
+
+/*
+ * The same, for a try of a waiting call that goes on waiting when refused:
+ * a refusal is not counted in rl_stats and does not block its key.
+ */
+void
+rl_consume_try(RlTarget *target, double count, bool reserve,
+			   RlAnswer *answer)
+{
+	consume_counted(target, count, reserve, false, answer);
+}
+
+/*
+ * Whether waiting could ever grant the call while its transaction goes on:
+ * false when the transaction's own pending takes on a memory key refuse it
+ * even with the key otherwise full (they count until it commits).  A table
+ * limit's own takes are in its row, which such a transaction holds and
+ * does not wait on (wait.c).
+ */
+bool
+rl_wait_can_grant(const RlTarget *target, double count, bool reserve)
+{
+	RlMemoryKey k;
+	RlHeld		held;
+	RlAnswer	answer;
+	TimestampTz now;
+	double		own;
+
+	if (target->policy.store != RL_STORE_MEMORY)
+		return true;
+	memory_address(target, &k);
+	own = rl_memory_own_pending(&k);
+	if (own <= 0)
+		return true;
+	now = rl_clock_now();
+	held.n = 1;
+	held.stored[0] = true;
+	check_answered(rl_initial_state(&target->policy, target->origin, now,
+									&held.state[0]), now);
+	held.state[0].value -= own;
+	decide_held_at(target, &held, count, reserve, &answer, now);
+	return answer.ok;
 }
 
 /* The refilled value of a shard, a missing one counting as full. */

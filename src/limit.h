@@ -71,6 +71,10 @@ extern void rl_target_check_count(const RlTarget *target, double count,
 
 extern void rl_consume(RlTarget *target, double count, bool reserve,
 					   RlAnswer *answer);
+extern void rl_consume_try(RlTarget *target, double count, bool reserve,
+						   RlAnswer *answer);
+extern bool rl_wait_can_grant(const RlTarget *target, double count,
+							  bool reserve);
 extern void rl_peek(const RlTarget *target, double count, bool reserve,
 					RlAnswer *answer);
 extern RlState rl_current(const RlTarget *target);

@@ -1622,6 +1622,22 @@ rl_memory_block_pending(const RlMemoryKey *k, TimestampTz *at)
 }
 
 /*
+ * What this transaction has taken from the key and not yet committed (a
+ * rollback to a savepoint has dropped its takes).
+ */
+double
+rl_memory_own_pending(const RlMemoryKey *k)
+{
+	double		own = 0;
+
+	for (int i = 0; i < nchanges; i++)
+		if (changes[i].kind == CHANGE_TAKE &&
+			memcmp(changes[i].key.id, k->id, RL_MEMORY_ID_BYTES) == 0)
+			own += changes[i].amount;
+	return own;
+}
+
+/*
  * A memory limit's definition changed (dropped: it is gone, or no longer
  * a memory limit), from the row trigger on rl_definitions, so hand edits
  * count too; name NULL for every name (TRUNCATE).  At commit every entry

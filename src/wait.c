@@ -8,24 +8,33 @@
  * A refusal's retry_after is exact: the call would be granted at that
  * time if nothing else took the tokens meanwhile.  So a waiting call
  * sleeps exactly that long and tries again, until it is granted, or the
- * next retry_after falls past the end of its wait (then it returns that
- * refusal, at once, without sleeping through a wait that cannot succeed).
+ * next retry_after falls past the end of its wait (then it is refused, at
+ * once, without sleeping through a wait that cannot succeed).
  *
  * No row lock is held while sleeping.  The limit is first asked without a
  * lock (rl_peek): while it refuses, the call sleeps.  When it says yes,
- * the call consumes; a memory limit holds nothing after a refusal, and a
- * table limit's call consumes inside a subtransaction of its own: if
- * another transaction took the tokens first, the refusal came from the
- * locked row, and rolling the subtransaction back releases that lock
- * before the next sleep.  A transaction that already holds the key's row
- * (it took from the key before) does not wait at all: it would sleep
- * holding the lock every other caller of the key needs.
+ * the call tries to consume (rl_consume_try); a memory limit holds nothing
+ * after a refusal, and a table limit's try runs in a subtransaction of its
+ * own: if another transaction took the tokens first, the refusal came
+ * from the locked row, and rolling the subtransaction back releases that
+ * lock.  Such a lost race is not a refusal: the call goes back to waiting
+ * for the next retry_after, and the try is neither counted in rl_stats nor
+ * blocks the key (block_for).
+ *
+ * Only when the wait cannot end in a grant is the call refused: it then
+ * consumes as a call without wait does (rl_consume), and that answer is
+ * the call's own: counted once, and blocking its key under block_for like
+ * any refusal.  A transaction that already holds the key's row (it took
+ * from the key before, table store) does not wait at all: it would sleep
+ * holding the lock every other caller of the key needs.  On the memory
+ * store, a transaction whose own pending takes refuse the call even with
+ * the key otherwise full does not wait either: nothing but its end can
+ * give those back.
  *
  * A call that is granted within its wait was never refused, so block_for
- * blocks only a call whose wait ran out (or a refusal that blocked its key
- * in a race ends the wait, with the block in place).  Shadow mode grants
- * at once.  The wait is real time (ratelimit.now_override does not move
- * while sleeping), never longer than lock_timeout when that is set, and a
+ * blocks only a call whose wait ran out.  Shadow mode grants at once.  The
+ * wait is real time (ratelimit.now_override does not move while
+ * sleeping), never longer than lock_timeout when that is set, and a
  * cancel or statement_timeout interrupts it as any statement.  Waiters of
  * one key are not queued: each wakes at its retry_after, and the first to
  * take the tokens has them (docs/policies.md measures how fair that is).
@@ -71,16 +80,16 @@ sleep_until(TimestampTz until)
 }
 
 /*
- * Whether a refusal is worth waiting for: not a block, and granted (if
- * nothing else takes the tokens) at or before deadline.  Sets *until to
- * that time.
+ * Whether a try's refusal (it blocked nothing) is worth waiting for:
+ * granted, if nothing else takes the tokens, at or before deadline.  Sets
+ * *until to that time.
  */
 static bool
 worth_waiting(const RlAnswer *answer, TimestampTz deadline, TimestampTz *until)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (answer->ok || answer->blocked || !answer->has_retry ||
+	if (answer->ok || !answer->has_retry ||
 		answer->retry_after > deadline - now)
 		return false;
 	*until = now + answer->retry_after;
@@ -88,16 +97,14 @@ worth_waiting(const RlAnswer *answer, TimestampTz deadline, TimestampTz *until)
 }
 
 /*
- * Consume inside a subtransaction: kept when granted or when the call is
- * over (final: a refusal it will return, with whatever it locked or
- * blocked), rolled back, releasing the row lock a refusal may hold, when
- * the call will sleep and try again.  An error rolls it back and goes on
- * up.
+ * Try to consume inside a subtransaction: kept when granted; rolled back
+ * when refused, releasing the row lock the refusal may hold (the call
+ * then waits again, or is refused by a consuming call of its own).  An
+ * error rolls it back and goes on up.
  */
 static void
-consume_in_subtransaction(RlTarget *target, double count, bool reserve,
-						  TimestampTz deadline, RlAnswer *answer,
-						  TimestampTz *until, bool *again)
+try_in_subtransaction(RlTarget *target, double count, bool reserve,
+					  RlAnswer *answer)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -107,7 +114,7 @@ consume_in_subtransaction(RlTarget *target, double count, bool reserve,
 	MemoryContextSwitchTo(caller);
 	PG_TRY();
 	{
-		rl_consume(target, count, reserve, answer);
+		rl_consume_try(target, count, reserve, answer);
 	}
 	PG_CATCH();
 	{
@@ -122,21 +129,20 @@ consume_in_subtransaction(RlTarget *target, double count, bool reserve,
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
-	*again = worth_waiting(answer, deadline, until);
-	if (*again)
-		RollbackAndReleaseCurrentSubTransaction();
-	else
+	if (answer->ok)
 		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(caller);
 	CurrentResourceOwner = owner;
 }
 
 /*
  * Consume count tokens, waiting up to wait microseconds (> 0) of real
- * time for them; the answer is the last try's.  Each try that is not
- * worth its sleep asks without consuming (rl_peek: no lock, not counted
- * in rl_stats), so only the call's own answer is counted, and a refusal
- * that blocks its key (block_for) happens only once the wait is over.
+ * time for them.  Each try is either a grant, the call's answer, or a
+ * refusal that is not counted and blocks nothing (rl_peek's, or a lost
+ * race's); when no sleep can end in a grant, the call's own answer is
+ * rl_consume's: counted, and blocking its key under block_for.
  */
 void
 rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
@@ -152,7 +158,6 @@ rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
 
 	for (;;)
 	{
-		bool		again;
 		bool		memory;
 
 		/*
@@ -170,36 +175,24 @@ rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
 		memory = target->policy.store == RL_STORE_MEMORY;
 		if (target->policy.shadow ||
 			(!slept && !memory && rl_held_maybe(target->name, target->key)))
-		{
-			rl_consume(target, count, reserve, answer);
-			return;
-		}
+			break;
 		slept = true;
 		rl_target_check_count(target, count, reserve);
 		rl_peek(target, count, reserve, answer);
-		if (!answer->ok)
+		if (answer->ok)
 		{
-			answer->blocked = false;
-			if (worth_waiting(answer, deadline, &until))
-			{
-				sleep_until(until);
-				continue;
-			}
-			/* no use waiting: the call's own answer (counted, blocking) */
-			rl_consume(target, count, reserve, answer);
-			return;
+			if (memory)
+				rl_consume_try(target, count, reserve, answer);
+			else
+				try_in_subtransaction(target, count, reserve, answer);
+			if (answer->ok)
+				return;
 		}
-		if (memory)
-		{
-			/* a refusal took nothing and holds nothing */
-			rl_consume(target, count, reserve, answer);
-			again = worth_waiting(answer, deadline, &until);
-		}
-		else
-			consume_in_subtransaction(target, count, reserve, deadline,
-									  answer, &until, &again);
-		if (!again)
-			return;
+		if (!worth_waiting(answer, deadline, &until) ||
+			!rl_wait_can_grant(target, count, reserve))
+			break;
 		sleep_until(until);
 	}
+	/* no use waiting: the call's own answer (counted, blocking) */
+	rl_consume(target, count, reserve, answer);
 }
