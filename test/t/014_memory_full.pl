@@ -39,6 +39,21 @@ sub error_of
 	return $err =~ /ERROR:  (\w{5}): ([^\n]*)/ ? "$1 $2" : "no error: $out";
 }
 
+# Calls on n new keys of a limit in database db at a clock, each one
+# that finds the store full ignored: how many did (53400).
+sub new_keys
+{
+	my ($db, $clock, $limit, $prefix, $n) = @_;
+	my $before =
+	  $node->safe_psql($db, 'SELECT memory_full_errors FROM rl_stats_info');
+	return $node->safe_psql($db, "$clock DO \$\$ BEGIN
+		FOR i IN 1..$n LOOP
+			BEGIN PERFORM rl_limit('$limit', '$prefix' || i);
+			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
+		END LOOP; END \$\$;
+		SELECT memory_full_errors - $before FROM rl_stats_info");
+}
+
 # one key held by a transaction left open, 127 committed, none idle
 my $open = $node->background_psql('postgres');
 $open->query_safe($t0);
@@ -155,11 +170,7 @@ is( $node->safe_psql('postgres', "$t7 DO \$\$ DECLARE n int := 0; BEGIN
 sub fill_store
 {
 	my ($clock, $prefix) = @_;
-	$node->safe_psql('postgres', "$clock DO \$\$ BEGIN
-		FOR i IN 1..200 LOOP
-			BEGIN PERFORM rl_limit('h', '$prefix' || i);
-			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
-		END LOOP; END \$\$");
+	new_keys('postgres', $clock, 'h', $prefix, 200);
 }
 my $t8 = "SET ratelimit.now_override = '2030-01-03 03:00:00+00';";
 my $t8b = "SET ratelimit.now_override = '2030-01-03 03:00:05+00';";
@@ -197,23 +208,13 @@ $node->safe_psql('postgres', "$t11 SELECT rl_gc_memory(1000)");
 $node->safe_psql('postgres', q{
 	SELECT rl_define('r', 'token bucket', 1, '1 second', storage => 'memory');
 });
-$node->safe_psql('postgres', "$t11 DO \$\$ BEGIN
-	FOR i IN 1..200 LOOP
-		BEGIN PERFORM rl_limit('r', 'a' || i);
-		EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
-	END LOOP; END \$\$");
+new_keys('postgres', $t11, 'r', 'a', 200);
 is($node->safe_psql('postgres', 'SELECT memory_keys FROM rl_stats_info'),
 	'128', 'r: the store is full of its keys');
 $node->safe_psql('postgres', q{
 	SELECT rl_define('r', 'token bucket', 1, '1 second', storage => 'memory');
 });
-$errors = $node->safe_psql('postgres', 'SELECT memory_full_errors FROM rl_stats_info');
-is( $node->safe_psql('postgres', "$t12 DO \$\$ BEGIN
-		FOR i IN 1..100 LOOP
-			BEGIN PERFORM rl_limit('r', 'b' || i);
-			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
-		END LOOP; END \$\$;
-		SELECT memory_full_errors - $errors FROM rl_stats_info"),
+is(new_keys('postgres', $t12, 'r', 'b', 100),
 	'0', 'r redefined: its idle keys make room for its new ones, no 53400');
 is($node->safe_psql('postgres', "$t12 SELECT value FROM rl_value('r', 'b1')"),
 	'0', 'and the new keys keep their state');
@@ -252,19 +253,9 @@ for my $change (@changes)
 	my ($what, $sql) = @$change;
 	my $fill = sprintf("SET ratelimit.now_override = '2030-01-05 00:%02d:00+00';", $minute++);
 	my $later = sprintf("SET ratelimit.now_override = '2030-01-05 00:%02d:00+00';", $minute++);
-	$node->safe_psql('b', "$fill DO \$\$ BEGIN
-		FOR i IN 1..200 LOOP
-			BEGIN PERFORM rl_limit('q1', '$minute' || i);
-			EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
-		END LOOP; END \$\$");
+	new_keys('b', $fill, 'q1', $minute, 200);
 	$node->safe_psql('postgres', $sql);
-	$errors = $node->safe_psql('b', 'SELECT memory_full_errors FROM rl_stats_info');
-	is( $node->safe_psql('b', "$later DO \$\$ BEGIN
-			FOR i IN 1..100 LOOP
-				BEGIN PERFORM rl_limit('q2', '$minute' || i);
-				EXCEPTION WHEN configuration_limit_exceeded THEN NULL; END;
-			END LOOP; END \$\$;
-			SELECT memory_full_errors - $errors FROM rl_stats_info"),
+	is(new_keys('b', $later, 'q2', $minute, 100),
 		'0', "$what in another database: b's idle keys make room, no 53400");
 }
 
