@@ -1,6 +1,19 @@
 -- ratelimit 1.2 -> 1.3
 \echo Use "ALTER EXTENSION ratelimit UPDATE TO '1.3'" to load this file. \quit
 
+-- Privileges granted by hand (1.3).  This update drops functions whose
+-- signature changed and creates them again; a new function has only what
+-- this script grants.  Every function in the schema is noted here with
+-- its ACL, and at the end each privilege granted on a dropped function to
+-- a role other than its owner and PUBLIC (which the scripts set) is
+-- granted again on the new function of the same name whose arguments
+-- start with the old one's (the grant option kept).
+CREATE TEMPORARY TABLE rl_update_functions ON COMMIT DROP AS
+SELECT p.oid, p.proname, p.proowner, p.proacl,
+	ARRAY(SELECT pg_catalog.unnest(p.proargtypes)) AS args
+FROM pg_catalog.pg_proc p
+WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace;
+
 -- The memory store (1.3): a limit's state may live in shared memory
 -- instead of rate_limits, chosen per limit by a storage column of
 -- rl_definitions and of rl_policy, and the storage argument of rl_define,
@@ -651,3 +664,74 @@ COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a r
 COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed and sliding window: a window start given with the policy; NULL for a phase derived from the name and key';
 COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket and sliding window: until full again; fixed window: until the next window';
 COMMENT ON COLUMN @extschema@.rl_status.stored_prev IS 'sliding window: prev as stored in rate_limits, the count of the window before ts''s; NULL for the other kinds';
+
+-- The privileges granted by hand on functions dropped above, granted on
+-- their successors.  A GRANT in an extension script is also recorded as
+-- the extension's own initial privilege (pg_init_privs), which pg_dump
+-- leaves out; the successor's initial privileges are set back to what
+-- this script granted, so that a dump carries the grants made by hand as
+-- it did before the update.
+DO $$
+DECLARE
+	f record;
+	g record;
+BEGIN
+	FOR f IN
+		SELECT n.oid, n.proacl AS script_acl,
+			pg_catalog.array_agg(DISTINCT o.oid) AS predecessors
+		FROM pg_temp.rl_update_functions o
+		JOIN pg_catalog.pg_proc n
+			ON n.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+			AND n.proname OPERATOR(pg_catalog.=) o.proname
+			AND (ARRAY(SELECT pg_catalog.unnest(n.proargtypes)))[1:pg_catalog.cardinality(o.args)]
+				OPERATOR(pg_catalog.=) o.args
+		WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_proc p
+						  WHERE p.oid OPERATOR(pg_catalog.=) o.oid)
+			AND NOT EXISTS (SELECT FROM pg_temp.rl_update_functions p
+							WHERE p.oid OPERATOR(pg_catalog.=) n.oid)
+			AND EXISTS (SELECT FROM pg_catalog.aclexplode(o.proacl) a
+						WHERE a.grantee OPERATOR(pg_catalog.<>) o.proowner
+							AND a.grantee OPERATOR(pg_catalog.<>) 0)
+		GROUP BY n.oid, n.proacl
+	LOOP
+		FOR g IN
+			SELECT DISTINCT a.grantee, a.privilege_type, a.is_grantable
+			FROM pg_temp.rl_update_functions o,
+				pg_catalog.aclexplode(o.proacl) a
+			WHERE o.oid OPERATOR(pg_catalog.=) ANY (f.predecessors)
+				AND a.grantee OPERATOR(pg_catalog.<>) o.proowner
+				AND a.grantee OPERATOR(pg_catalog.<>) 0
+		LOOP
+			EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s',
+				g.privilege_type, f.oid::pg_catalog.regprocedure,
+				g.grantee::pg_catalog.regrole,
+				CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		END LOOP;
+
+		IF f.script_acl IS NULL THEN
+			DELETE FROM pg_catalog.pg_init_privs
+			WHERE objoid OPERATOR(pg_catalog.=) f.oid
+				AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+				AND objsubid OPERATOR(pg_catalog.=) 0;
+		ELSE
+			UPDATE pg_catalog.pg_init_privs SET initprivs = f.script_acl
+			WHERE objoid OPERATOR(pg_catalog.=) f.oid
+				AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+				AND objsubid OPERATOR(pg_catalog.=) 0;
+		END IF;
+		-- PostgreSQL 17 on: a role named in initial privileges has a
+		-- shared dependency of its own ('i'), as the GRANT made it.
+		DELETE FROM pg_catalog.pg_shdepend s
+		WHERE s.dbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+			WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+			AND s.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+			AND s.objid OPERATOR(pg_catalog.=) f.oid
+			AND s.objsubid OPERATOR(pg_catalog.=) 0
+			AND s.deptype OPERATOR(pg_catalog.=) 'i'
+			AND s.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_authid'::pg_catalog.regclass
+			AND s.refobjid OPERATOR(pg_catalog.<>) ALL (ARRAY(
+				SELECT a.grantee FROM pg_catalog.aclexplode(f.script_acl) a));
+	END LOOP;
+END
+$$;
+DROP TABLE pg_temp.rl_update_functions;

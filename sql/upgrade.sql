@@ -108,6 +108,84 @@ UNION ALL
 SELECT 'only in fresh install', * FROM (TABLE fresh EXCEPT TABLE upgraded) f
 ORDER BY 2, 1;
 
-DROP TABLE upgraded, fresh;
-DROP VIEW extension_catalog;
+-- Initial privileges, as pg_dump reads them: what the scripts granted.
+CREATE TEMP VIEW extension_init_privs AS
+SELECT pg_describe_object(d.classid, d.objid, 0) AS object, i.objsubid,
+       i.initprivs::text AS initprivs
+FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+JOIN pg_init_privs i ON i.classoid = d.classid AND i.objoid = d.objid
+WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+  AND e.extname = 'ratelimit';
+CREATE TEMP TABLE fresh_init_privs AS SELECT * FROM extension_init_privs;
+
+-- 1.2 -> 1.3 with EXECUTE granted by hand on functions the update drops
+-- and creates again with a new signature: the grants are kept, on the new
+-- functions only, and are not taken for privileges the scripts gave (a
+-- dump still carries them).
+DROP EXTENSION ratelimit;
+CREATE EXTENSION ratelimit VERSION '1.2';
+CREATE ROLE regress_ratelimit_ops;
+CREATE ROLE regress_ratelimit_grantor;
+GRANT EXECUTE ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz)
+  TO regress_ratelimit_ops WITH GRANT OPTION;
+GRANT EXECUTE ON FUNCTION rl_reset(text, text) TO regress_ratelimit_ops;
+GRANT EXECUTE ON FUNCTION rl_stats_rows() TO regress_ratelimit_ops;
+-- a grant made by a role holding the grant option
+SET ROLE regress_ratelimit_ops;
+GRANT EXECUTE ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz)
+  TO regress_ratelimit_grantor;
+RESET ROLE;
+-- a function the update keeps, with a grant of its own
+GRANT EXECUTE ON FUNCTION rl_undefine(text) TO regress_ratelimit_grantor;
+-- what each role may execute beyond what PUBLIC may
+CREATE TEMP VIEW granted_by_hand AS
+SELECT r.rolname, p.oid::regprocedure::text AS function
+FROM pg_proc p CROSS JOIN pg_roles r
+WHERE p.pronamespace = 'public'::regnamespace
+  AND r.rolname IN ('regress_ratelimit_ops', 'regress_ratelimit_grantor')
+  AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+  AND NOT has_function_privilege('public', p.oid, 'EXECUTE');
+CREATE TEMP TABLE before_update AS SELECT * FROM granted_by_hand;
+ALTER EXTENSION ratelimit UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'ratelimit';
+-- what each role may execute now, and what it could before
+SELECT rolname, function, (a.function IS NOT NULL) AS now,
+       (b.function IS NOT NULL) AS before
+FROM granted_by_hand a FULL JOIN before_update b USING (rolname, function)
+ORDER BY 1, 2;
+SELECT has_function_privilege('regress_ratelimit_ops',
+         'rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval)',
+         'EXECUTE WITH GRANT OPTION') AS define_grant_option,
+       has_function_privilege('regress_ratelimit_ops',
+         'rl_reset(text, text, rl_policy)', 'EXECUTE WITH GRANT OPTION') AS reset_grant_option,
+       has_function_privilege('regress_ratelimit_ops',
+         'rl_reset(text, bigint, rl_policy)', 'EXECUTE') AS reset_bigint;
+-- the role uses them
+SET ROLE regress_ratelimit_ops;
+SELECT rl_define('granted', 'token bucket', 2, '1 minute');
+SELECT rl_reset('granted', 'k');
+RESET ROLE;
+-- the scripts' own privileges are the initial ones, as in a fresh install
+SELECT 'only after upgrade' AS side, * FROM (TABLE extension_init_privs EXCEPT TABLE fresh_init_privs) u
+UNION ALL
+SELECT 'only in fresh install', * FROM (TABLE fresh_init_privs EXCEPT TABLE extension_init_privs) f
+ORDER BY 2, 1;
+-- nothing the update used is left behind
+SELECT relname AS temp_table FROM pg_class
+WHERE relnamespace = pg_my_temp_schema() AND relkind = 'r' ORDER BY 1;
+-- no role is held by initial privileges (PostgreSQL 17 on: pg_shdepend 'i')
+SELECT count(*) AS initial_privilege_dependencies FROM pg_shdepend
+WHERE deptype = 'i' AND refobjid IN ('regress_ratelimit_ops'::regrole, 'regress_ratelimit_grantor'::regrole);
+-- without the grants made by hand, the same as a fresh install
+SELECT rl_undefine('granted');
+DROP OWNED BY regress_ratelimit_grantor, regress_ratelimit_ops;
+DROP ROLE regress_ratelimit_grantor, regress_ratelimit_ops;
+CREATE TEMP TABLE upgraded_12 AS SELECT * FROM extension_catalog;
+SELECT 'only after upgrade' AS side, * FROM (TABLE upgraded_12 EXCEPT TABLE fresh) u
+UNION ALL
+SELECT 'only in fresh install', * FROM (TABLE fresh EXCEPT TABLE upgraded_12) f
+ORDER BY 2, 1;
+
+DROP TABLE upgraded, upgraded_12, fresh, fresh_init_privs, before_update;
+DROP VIEW extension_catalog, extension_init_privs, granted_by_hand;
 RESET ratelimit.now_override;

@@ -98,5 +98,40 @@ is($node->safe_psql('definitions_only', $definitions), $defs,
 is($node->safe_psql('definitions_only', 'SELECT count(*) FROM rate_limits'), '0',
 	'and no state');
 
+# EXECUTE granted by hand on a function that the update to 1.3 drops and
+# creates again with a new signature: kept by the update, carried by the
+# dump as an ordinary GRANT, and there after the restore.
+$node->safe_psql('postgres', q{
+	CREATE ROLE app;
+	CREATE DATABASE upgraded;
+});
+$node->safe_psql('upgraded', q{
+	CREATE EXTENSION ratelimit VERSION '1.2';
+	GRANT EXECUTE ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz)
+		TO app WITH GRANT OPTION;
+	GRANT EXECUTE ON FUNCTION rl_reset(text, text) TO app;
+	ALTER EXTENSION ratelimit UPDATE TO '1.3';
+});
+my $app_may = q{SELECT string_agg(format('%s %s', p.oid::regprocedure,
+		CASE WHEN has_function_privilege('app', p.oid, 'EXECUTE WITH GRANT OPTION') THEN 'with grant option'
+		ELSE 'execute' END), ', ' ORDER BY p.proname)
+	FROM pg_proc p
+	WHERE p.proname IN ('rl_define', 'rl_reset') AND has_function_privilege('app', p.oid, 'EXECUTE')};
+my $kept = $node->safe_psql('upgraded', $app_may);
+is($kept, 'rl_define(text,text,double precision,interval,double precision,double precision,integer,'
+	. 'timestamp with time zone,text,text,boolean,interval,double precision,interval,interval) with grant option, '
+	. 'rl_reset(text,text,rl_policy) execute',
+	'the update keeps EXECUTE granted by hand, on the new signatures');
+my $upgraded_dump = $node->basedir . '/upgraded.dump';
+$node->command_ok(
+	[ 'pg_dump', '--format=custom', '--file', $upgraded_dump, '--dbname', $node->connstr('upgraded') ],
+	'pg_dump of the updated database');
+$node->safe_psql('postgres', 'CREATE DATABASE upgraded_restored');
+$node->command_ok(
+	[ 'pg_restore', '--exit-on-error', '--dbname', $node->connstr('upgraded_restored'), $upgraded_dump ],
+	'pg_restore of it into a fresh database');
+is($node->safe_psql('upgraded_restored', $app_may), $kept,
+	'the grants made by hand are restored');
+
 $node->stop;
 done_testing();
