@@ -526,6 +526,16 @@ COMMENT ON FUNCTION @extschema@.rl_gc_memory(integer) IS
 	'drop up to max_keys idle entries of the memory store, judging this database''s memory limits under their current definitions; works on a hot standby; returns how many';
 REVOKE ALL ON FUNCTION @extschema@.rl_gc_memory(integer) FROM PUBLIC;
 
+-- Clearing the memory store by hand (1.3).  Administrative: not granted to
+-- PUBLIC.
+CREATE FUNCTION @extschema@.rl_memory_forget(inline_only boolean DEFAULT true)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'rl_memory_forget'
+LANGUAGE C VOLATILE STRICT SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_memory_forget(boolean) IS
+	'drop the memory store entries of this database''s inline configs (with inline_only false: of all its memory limits) that no transaction holds, idle or not, at once (a rollback does not bring them back); returns how many';
+REVOKE ALL ON FUNCTION @extschema@.rl_memory_forget(boolean) FROM PUBLIC;
+
 -- One stored row brought forward to now; the computing half of rl_status.
 CREATE FUNCTION @extschema@.rl_status_row(
 	config @extschema@.rl_policy,

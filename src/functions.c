@@ -94,6 +94,7 @@ PG_FUNCTION_INFO_V1(rl_reset);
 PG_FUNCTION_INFO_V1(rl_limit_all);
 PG_FUNCTION_INFO_V1(rl_gc);
 PG_FUNCTION_INFO_V1(rl_gc_memory);
+PG_FUNCTION_INFO_V1(rl_memory_forget);
 PG_FUNCTION_INFO_V1(rl_status_row);
 PG_FUNCTION_INFO_V1(rl_inline_policy);
 PG_FUNCTION_INFO_V1(rl_refund);
@@ -861,6 +862,26 @@ rl_gc_memory(PG_FUNCTION_ARGS)
 
 	rl_storage_begin(cache->nspid);
 	removed = rl_gc_run_memory(cache->nspid, (uint64) max_keys);
+	rl_storage_end();
+	PG_RETURN_INT64((int64) removed);
+}
+
+/*
+ * rl_memory_forget(inline_only): drop this install's memory entries no
+ * transaction holds, idle or not (only inline configs' when inline_only),
+ * at once; nothing where the server has no memory store.
+ */
+Datum
+rl_memory_forget(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	uint64		removed = 0;
+
+	if (!rl_memory_available())
+		PG_RETURN_INT64(0);
+	rl_storage_begin(cache->nspid);
+	removed = rl_memory_drop_entries(rl_storage_definitions_relid(),
+									 PG_GETARG_BOOL(0));
 	rl_storage_end();
 	PG_RETURN_INT64((int64) removed);
 }

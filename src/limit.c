@@ -460,6 +460,8 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 					 errdetail("An inline config would apply a second policy to the same state."),
 					 errhint("Call it without config, or use another name.")));
 		rl_policy_from_composite(config, &target->policy);
+		if (target->policy.store == RL_STORE_MEMORY)
+			rl_memory_check_inline();
 	}
 	else if (!defined)
 		ereport(ERROR,

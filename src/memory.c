@@ -142,6 +142,7 @@ typedef struct MemEntry
 	bool		is_inline;		/* an inline policy: it never changes */
 	bool		untouched;		/* committed is still a missing key's */
 	bool		block_held;		/* while held: a holder queued a block */
+	int16		dbslot;			/* the count of its database (MemShared.dbs) */
 } MemEntry;
 
 /*
@@ -170,6 +171,23 @@ typedef struct MemFileHeader
 } MemFileHeader;
 
 /*
+ * How many entries a database holds, for memory_max_keys_per_database:
+ * MEM_DB_SLOTS databases one by one, claimed by a database's first entry
+ * and free again when its last goes; when every one is another's, the
+ * other databases share the last count.  An entry keeps the index of the
+ * count it was added to (dbslot), so a database that moves from the
+ * shared count to one of its own never miscounts.
+ */
+#define MEM_DB_SLOTS 256
+#define MEM_DB_SHARED MEM_DB_SLOTS
+
+typedef struct MemDbCount
+{
+	Oid			dbid;
+	int32		used;
+} MemDbCount;
+
+/*
  * The store, followed in memory by nbuckets int32 chain heads and
  * max_keys entries.
  */
@@ -185,6 +203,7 @@ typedef struct MemShared
 	TimestampTz empty_since;	/* after a crash, 'empty': 0 otherwise */
 	MemEpoch	epochs[MEM_EPOCH_SLOTS];	/* by database (epoch_of) */
 	uint64		seed;			/* picks buckets: unknown to callers */
+	MemDbCount	dbs[MEM_DB_SLOTS + 1];	/* under mutex; the last shared */
 	LWLockPadded locks[MEM_PARTITIONS];
 } MemShared;
 
@@ -242,6 +261,8 @@ typedef struct MemChange
 } MemChange;
 
 static int	memory_max_keys = 100000;
+static int	memory_max_keys_per_database = -1;
+static bool memory_inline = false;
 static int	memory_after_crash = AFTER_CRASH_FULL;
 
 static MemStorage storage = MEM_NONE;
@@ -316,6 +337,7 @@ store_init(MemShared *s, int32 max_keys, int tranche)
 	s->nbuckets = buckets_for(max_keys);
 	SpinLockInit(&s->mutex);
 	s->used = 0;
+	memset(s->dbs, 0, sizeof(s->dbs));
 	s->full_errors = 0;
 	s->empty_since = 0;
 	for (int i = 0; i < MEM_EPOCH_SLOTS; i++)
@@ -379,7 +401,51 @@ entry_remove(MemShared *s, int32 *link)
 	entry->next = s->free_head;
 	s->free_head = e;
 	s->used--;
+	s->dbs[entry->dbslot].used--;
 	SpinLockRelease(&s->mutex);
+}
+
+/*
+ * The index of a database's count (s->mutex held): its own, claimed when
+ * it has none and one is free, or else the shared one.  A backend's
+ * database never changes, so it remembers where its count was.
+ */
+static int
+db_slot(MemShared *s, Oid dbid)
+{
+	static int	mine = -1;
+	int			slot = -1;
+
+	if (dbid == MyDatabaseId && mine >= 0 && s->dbs[mine].dbid == dbid)
+		return mine;
+	for (int i = 0; i < MEM_DB_SLOTS; i++)
+	{
+		if (s->dbs[i].dbid == dbid)
+		{
+			slot = i;
+			break;
+		}
+		if (slot < 0 && s->dbs[i].used == 0)
+			slot = i;
+	}
+	if (slot < 0)
+		return MEM_DB_SHARED;
+	s->dbs[slot].dbid = dbid;
+	if (dbid == MyDatabaseId)
+		mine = slot;
+	return slot;
+}
+
+/*
+ * Whether this database may add an entry under
+ * memory_max_keys_per_database (s->mutex held); *slot: its count.
+ */
+static bool
+db_room(MemShared *s, int *slot)
+{
+	*slot = db_slot(s, MyDatabaseId);
+	return memory_max_keys_per_database < 0 ||
+		s->dbs[*slot].used < memory_max_keys_per_database;
 }
 
 static int64 refill_bound(const RlPolicy *policy, double value);
@@ -517,15 +583,18 @@ static int32
 entry_alloc(MemShared *s, TimestampTz now, const MemJudge *judge)
 {
 	int32		e;
+	int			slot;
 
 	for (int round = 0; round < 2; round++)
 	{
 		SpinLockAcquire(&s->mutex);
-		e = s->free_head;
+		e = db_room(s, &slot) ? s->free_head : -1;
 		if (e >= 0)
 		{
 			s->free_head = store_entries(s)[e].next;
 			s->used++;
+			s->dbs[slot].used++;
+			store_entries(s)[e].dbslot = slot;
 		}
 		SpinLockRelease(&s->mutex);
 		if (e >= 0 || round > 0)
@@ -692,6 +761,7 @@ store_restore(MemShared *s, const MemEntry *saved)
 {
 	uint32		bucket;
 	int32		e;
+	int			slot = MEM_DB_SHARED;
 	MemEntry   *entry;
 
 	bucket = bucket_hash(s, saved->id) & (s->nbuckets - 1);
@@ -701,14 +771,17 @@ store_restore(MemShared *s, const MemEntry *saved)
 	e = s->free_head;
 	if (e >= 0)
 	{
+		slot = db_slot(s, saved->dbid);
 		s->free_head = store_entries(s)[e].next;
 		s->used++;
+		s->dbs[slot].used++;
 	}
 	SpinLockRelease(&s->mutex);
 	if (e < 0)
 		return;
 	entry = &store_entries(s)[e];
 	*entry = *saved;
+	entry->dbslot = slot;
 	entry->next = store_buckets(s)[bucket];
 	store_buckets(s)[bucket] = e;
 }
@@ -1029,6 +1102,24 @@ rl_memory_init(void)
 							rl_sizing_context(),
 							0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("ratelimit.memory_max_keys_per_database",
+							"Sets the most keys of the memory store one database holds.",
+							"-1: no bound but the store's own.",
+							&memory_max_keys_per_database,
+							-1,
+							-1,
+							INT_MAX / 2,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("ratelimit.inline_memory",
+							 "Allows inline configs with storage 'memory'.",
+							 "The memory store is shared by every database of the server: only a superuser, or a role granted SET on it, turns it on (for a role with ALTER ROLE ... SET).",
+							 &memory_inline,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 	DefineCustomEnumVariable("ratelimit.memory_after_crash",
 							 "Sets how memory limits start after a crash: every key full, or empty.",
 							 "Read when the store is created after a crash (or, not preloaded, at its creation).",
@@ -1376,9 +1467,21 @@ next_change(void)
 static void
 raise_full(MemShared *s)
 {
+	int			slot;
+	int32		db_used = -1;
+
 	SpinLockAcquire(&s->mutex);
 	s->full_errors++;
+	if (!db_room(s, &slot))
+		db_used = s->dbs[slot].used;
 	SpinLockRelease(&s->mutex);
+	if (db_used >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("the ratelimit memory store is full for this database"),
+				 errdetail("This database holds %d keys of the memory store, none of them idle; ratelimit.memory_max_keys_per_database is %d.",
+						   db_used, memory_max_keys_per_database),
+				 errhint("Raise ratelimit.memory_max_keys_per_database, or clear this database's entries with rl_memory_forget().")));
 	ereport(ERROR,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			 errmsg("the ratelimit memory store is full"),
@@ -2399,4 +2502,63 @@ rl_memory_info(RlMemoryInfo *info)
 	info->full_errors = shared->full_errors;
 	info->empty_since = shared->empty_since;
 	SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * Refuse an inline config with storage 'memory' unless
+ * ratelimit.inline_memory is on for the session or the role that called
+ * (not the owner a SECURITY DEFINER function runs as) is a superuser: any
+ * role can pass one, and the store is shared by every database.
+ */
+void
+rl_memory_check_inline(void)
+{
+	if (memory_inline || superuser_arg(GetOuterUserId()))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to use an inline config with storage \"memory\""),
+			 errdetail("The memory store is shared by every database of the server."),
+			 errhint("Define the limit with rl_define(), or have an administrator turn ratelimit.inline_memory on for the role.")));
+}
+
+/*
+ * rl_memory_forget's work: drop the entries of this database's and extension's
+ * (space) memory limits that no transaction holds, at once (a rollback
+ * does not bring them back): only those of inline configs when
+ * inline_only.  Returns how many.
+ */
+uint64
+rl_memory_drop_entries(Oid space, bool inline_only)
+{
+	MemShared  *s = store();
+	MemEntry   *entries = store_entries(s);
+	int32	   *buckets = store_buckets(s);
+	uint64		removed = 0;
+
+	for (int p = 0; p < MEM_PARTITIONS; p++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
+		for (uint32 b = p; b < s->nbuckets; b += MEM_PARTITIONS)
+		{
+			int32	   *at = &buckets[b];
+
+			while (*at >= 0)
+			{
+				MemEntry   *e = &entries[*at];
+
+				if (e->holders == 0 && e->dbid == MyDatabaseId &&
+					e->space == space && (e->is_inline || !inline_only))
+				{
+					entry_remove(s, at);
+					removed++;
+				}
+				else
+					at = &e->next;
+			}
+		}
+		LWLockRelease(&s->locks[p].lock);
+	}
+	return removed;
 }

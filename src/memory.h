@@ -76,6 +76,8 @@ extern bool rl_memory_attached(void);
 extern void rl_memory_untracked_definitions(void);
 extern void rl_memory_attach(void);
 extern void rl_memory_require(void);
+extern void rl_memory_check_inline(void);
+extern uint64 rl_memory_drop_entries(Oid space, bool inline_only);
 extern uint64 rl_memory_gc(Oid space, const RlMemoryName *names, int nnames,
 						   uint64 epoch, TimestampTz now, uint64 max);
 

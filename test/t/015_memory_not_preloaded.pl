@@ -1,7 +1,9 @@
 # The memory store on a server that does not preload ratelimit: on 17 and
 # later it lives in the DSM registry (nothing saved, so a restart starts
 # every key full); on 15 and 16 a memory limit raises 55000, naming
-# shared_preload_libraries, and table limits work as ever.
+# shared_preload_libraries, and table limits work as ever.  The
+# superuser's setting ratelimit.inline_memory, given before the library is
+# loaded, is judged when it is.
 use strict;
 use warnings;
 
@@ -89,6 +91,24 @@ else
 
 is($node->safe_psql('postgres', "$clock SELECT ok, remaining FROM rl_limit('t', 'k')"),
 	't|2', 'not preloaded: a table limit works as ever');
+
+# ratelimit.inline_memory is defined when a session first calls the
+# library: a value a role set for itself before then is refused then (the
+# setting is a superuser's), one an administrator gave with ALTER ROLE is
+# kept.
+$node->safe_psql('postgres', 'CREATE ROLE app LOGIN');
+my ($ret, $out, $err) = $node->psql('postgres',
+	q{SET ratelimit.inline_memory = on;
+	SELECT ok FROM rl_limit('t', 'app');
+	SHOW ratelimit.inline_memory;}, extra_params => [ '-U', 'app' ]);
+is($out, "t\noff", 'not preloaded: a role cannot turn ratelimit.inline_memory on before the library loads');
+like($err, qr/permission denied to set parameter "ratelimit.inline_memory"/,
+	'and is told why');
+$node->safe_psql('postgres', 'ALTER ROLE app SET ratelimit.inline_memory = on');
+is( $node->safe_psql('postgres',
+		q{SELECT ok FROM rl_limit('t', 'app'); SHOW ratelimit.inline_memory;},
+		extra_params => [ '-U', 'app' ]),
+	"t\non", 'not preloaded: ALTER ROLE app SET ratelimit.inline_memory = on is kept when the library loads');
 
 $node->stop;
 done_testing();
