@@ -275,6 +275,23 @@ PREPARE TRANSACTION 'mem_prep_ext';
 -- bad input changes nothing
 SELECT value FROM rl_value('mem', 'k');
 
+-- rl_refund returns the state the refund will leave if nothing else
+-- happens first, this transaction's earlier refunds included, as the
+-- table store's does: 2, then 3
+SET ratelimit.now_override = '2026-01-01 07:00:00+00';
+SELECT rl_define('refund_t', 'token bucket', 3, '1 hour');
+SELECT rl_define('refund_m', 'token bucket', 3, '1 hour', storage => 'memory');
+SELECT ok FROM rl_limit('refund_t', 'k', 3);
+SELECT ok FROM rl_limit('refund_m', 'k', 3);
+BEGIN;
+SELECT value FROM rl_refund('refund_t', 'k', 2);
+SELECT value FROM rl_refund('refund_t', 'k', 1);
+SELECT value FROM rl_refund('refund_m', 'k', 2);
+SELECT value FROM rl_refund('refund_m', 'k', 1);
+COMMIT;
+SELECT value FROM rl_value('refund_m', 'k');
+SELECT rl_undefine('refund_t'), rl_undefine('refund_m');
+
 ------------------------------------------------------------------ cleanup
 -- rl_gc drops idle entries, also those a redefinition left to be judged
 -- under the new policy (an entry is otherwise judged by the policy that

@@ -2314,6 +2314,10 @@ adjust_memory(RlTarget *target, RlAdjustment kind, double amount,
 								target->memory_epoch);
 		return next;
 	}
+	/* what this transaction's earlier refunds will give comes first */
+	if (kind == RL_ADJUST_REFUND)
+		state.value = fmin(state.value + rl_memory_own_refunds(&k),
+						   target->policy.capacity);
 	adjust_row(&target->policy, target->origin, kind, &state, now, amount,
 			   duration, &next);
 	rl_memory_at_commit(&k, &target->policy, target->origin,

@@ -1388,6 +1388,25 @@ owe(MemEntry *e, double amount, TimestampTz at)
 }
 
 /*
+ * A call that changes the key under the policy in force brings the
+ * committed state forward to now under it, as the table store writes a
+ * row at the time of its call: what the key refilled until now refilled
+ * under that policy, whatever a definition change later says (a take
+ * that commits after a rate was raised lands from the time of the take,
+ * never refilling at the new rate the time before it).  The same state to
+ * every reader under that policy.
+ */
+static void
+advance(MemShared *s, MemEntry *e, const RlPolicy *policy, int64 origin,
+		TimestampTz now, uint64 epoch)
+{
+	if (!policy_in_force(s, e, epoch))
+		return;
+	fold_owed(e, policy, origin);
+	e->committed = rl_refill(policy, origin, e->committed, now);
+}
+
+/*
  * What a call decides on: the committed state less what is pending.  With
  * nothing pending, the state as a row holds it, which the algebra brings
  * forward to now itself, as it does a row's: so retry_after is computed
@@ -1649,8 +1668,7 @@ rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
 		return;
 	(void) next_change();
 	e = entry_pin(s, k, policy, origin, now, epoch);
-	if (policy_in_force(s, e, epoch))
-		fold_owed(e, policy, origin);
+	advance(s, e, policy, origin, now, epoch);
 	e->pending += count;
 	hold_note(e, policy, now, false);
 	add_change(CHANGE_TAKE, k, policy, origin, now, count, 0, epoch);
@@ -1683,6 +1701,7 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 			return;
 		}
 		e = entry_pin(s, k, policy, origin, rl_clock_now(), epoch);
+		advance(s, e, policy, origin, rl_clock_now(), epoch);
 
 		/*
 		 * A block: what it would store, for an immediate shutdown that
@@ -1724,6 +1743,19 @@ rl_memory_block_pending(const RlMemoryKey *k, TimestampTz *at)
 	return false;
 }
 
+/* The amounts of this transaction's changes of a kind to the key. */
+static double
+own_amount(const RlMemoryKey *k, MemChangeKind kind)
+{
+	double		own = 0;
+
+	for (int i = 0; i < nchanges; i++)
+		if (changes[i].kind == kind &&
+			memcmp(changes[i].key.id, k->id, RL_MEMORY_ID_BYTES) == 0)
+			own += changes[i].amount;
+	return own;
+}
+
 /*
  * What this transaction has taken from the key and not yet committed (a
  * rollback to a savepoint has dropped its takes).
@@ -1731,13 +1763,17 @@ rl_memory_block_pending(const RlMemoryKey *k, TimestampTz *at)
 double
 rl_memory_own_pending(const RlMemoryKey *k)
 {
-	double		own = 0;
+	return own_amount(k, CHANGE_TAKE);
+}
 
-	for (int i = 0; i < nchanges; i++)
-		if (changes[i].kind == CHANGE_TAKE &&
-			memcmp(changes[i].key.id, k->id, RL_MEMORY_ID_BYTES) == 0)
-			own += changes[i].amount;
-	return own;
+/*
+ * What this transaction's refunds of the key will give at commit (a
+ * rollback to a savepoint has dropped its refunds).
+ */
+double
+rl_memory_own_refunds(const RlMemoryKey *k)
+{
+	return own_amount(k, CHANGE_REFUND);
 }
 
 /*

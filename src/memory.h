@@ -59,6 +59,7 @@ typedef enum RlMemoryLater
 
 extern bool rl_memory_block_pending(const RlMemoryKey *k, TimestampTz *at);
 extern double rl_memory_own_pending(const RlMemoryKey *k);
+extern double rl_memory_own_refunds(const RlMemoryKey *k);
 extern void rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 								int64 origin, RlMemoryLater what,
 								double amount, int64 duration, uint64 epoch);
