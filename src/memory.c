@@ -542,25 +542,31 @@ judge_fits(MemShared *s, const MemJudge *judge, const MemEntry *e)
 		pg_atomic_read_u32(&epoch_of(s, e->dbid)->changing) == 0;
 }
 
-/* Drop the droppable entries of one partition (held exclusively). */
-static int
-partition_sweep(MemShared *s, int partition, TimestampTz now,
-				const MemJudge *judge)
+/* Whether a walk over a partition drops an entry (partition_drop). */
+typedef bool (*MemDropTest) (MemShared *s, const MemEntry *e, void *arg);
+
+/*
+ * Drop the entries of one partition (held exclusively) that drop says
+ * to, at most max of them; returns how many went.
+ */
+static uint64
+partition_drop(MemShared *s, int partition, MemDropTest drop, void *arg,
+			   uint64 max)
 {
 	int32	   *buckets = store_buckets(s);
 	MemEntry   *entries = store_entries(s);
-	int			freed = 0;
+	uint64		freed = 0;
 
-	for (uint32 b = partition; b < s->nbuckets; b += MEM_PARTITIONS)
+	for (uint32 b = partition; b < s->nbuckets && freed < max;
+		 b += MEM_PARTITIONS)
 	{
 		int32	   *at = &buckets[b];
 
-		while (*at >= 0)
+		while (*at >= 0 && freed < max)
 		{
 			MemEntry   *e = &entries[*at];
 
-			if (droppable(s, e, now) ||
-				(judge_fits(s, judge, e) && idle_under(e, judge->policy, now)))
+			if (drop(s, e, arg))
 			{
 				entry_remove(s, at);
 				freed++;
@@ -570,6 +576,34 @@ partition_sweep(MemShared *s, int partition, TimestampTz now,
 		}
 	}
 	return freed;
+}
+
+/* What a sweep for room judges by: the time, and the call's judge. */
+typedef struct MemSweep
+{
+	TimestampTz now;
+	const MemJudge *judge;
+} MemSweep;
+
+static bool
+sweep_drops(MemShared *s, const MemEntry *e, void *arg)
+{
+	const MemSweep *sweep = arg;
+
+	return droppable(s, e, sweep->now) ||
+		(judge_fits(s, sweep->judge, e) &&
+		 idle_under(e, sweep->judge->policy, sweep->now));
+}
+
+/* Drop the droppable entries of one partition (held exclusively). */
+static int
+partition_sweep(MemShared *s, int partition, TimestampTz now,
+				const MemJudge *judge)
+{
+	MemSweep	sweep = {now, judge};
+
+	return (int) partition_drop(s, partition, sweep_drops, &sweep,
+								PG_UINT64_MAX);
 }
 
 /*
@@ -2433,15 +2467,54 @@ in_gone_space(const MemEntry *e, List *spaces)
 	return false;
 }
 
+/* What rl_memory_gc judges by (gc_drops). */
+typedef struct MemGc
+{
+	Oid			space;
+	const RlMemoryName *names;
+	int			nnames;
+	uint64		epoch;
+	TimestampTz now;
+	List	   *spaces;			/* spaces_gone */
+} MemGc;
+
+static bool
+gc_drops(MemShared *s, const MemEntry *e, void *arg)
+{
+	const MemGc *gc = arg;
+	const RlPolicy *policy = NULL;
+
+	if (e->holders > 0)
+		return false;
+	if (!e->is_inline && in_gone_space(e, gc->spaces))
+		return true;
+	if (e->is_inline || e->untouched ||
+		e->dbid != MyDatabaseId || e->space != gc->space ||
+		gc->epoch == PG_UINT64_MAX)
+		return droppable(s, e, gc->now);
+	for (int i = 0; i < gc->nnames && policy == NULL; i++)
+		if (memcmp(gc->names[i].name_id, e->name_id,
+				   RL_MEMORY_NAME_ID_BYTES) == 0)
+			policy = &gc->names[i].policy;
+	if (policy == NULL)
+		return e->judged != gc->epoch;
+
+	/*
+	 * Some keys have overrides, and the entry does not tell whose key it
+	 * is: only the judgement of a call under the key's own policy counts.
+	 */
+	if (policy->overrides)
+		return droppable(s, e, gc->now);
+	return idle_under(e, policy, gc->now);
+}
+
 uint64
 rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 			 TimestampTz now, uint64 max)
 {
 	MemShared  *s = store();
-	MemEntry   *entries = store_entries(s);
-	int32	   *buckets = store_buckets(s);
+	MemGc		gc = {space, names, nnames, epoch, now, spaces_gone(s)};
 	uint64		removed = 0;
-	List	   *spaces = spaces_gone(s);
 
 	gc_space = space;
 	for (int p = 0; p < MEM_PARTITIONS && removed < max; p++)
@@ -2456,54 +2529,7 @@ rl_memory_gc(Oid space, const RlMemoryName *names, int nnames, uint64 epoch,
 			LWLockRelease(&s->locks[p].lock);
 			break;
 		}
-		for (uint32 b = p; b < s->nbuckets && removed < max; b += MEM_PARTITIONS)
-		{
-			int32	   *at = &buckets[b];
-
-			while (*at >= 0 && removed < max)
-			{
-				MemEntry   *e = &entries[*at];
-				bool		drop;
-
-				if (e->holders > 0)
-					drop = false;
-				else if (!e->is_inline && in_gone_space(e, spaces))
-					drop = true;
-				else if (e->is_inline || e->untouched ||
-						 e->dbid != MyDatabaseId || e->space != space ||
-						 epoch == PG_UINT64_MAX)
-					drop = droppable(s, e, now);
-				else
-				{
-					const RlPolicy *policy = NULL;
-
-					for (int i = 0; i < nnames && policy == NULL; i++)
-						if (memcmp(names[i].name_id, e->name_id,
-								   RL_MEMORY_NAME_ID_BYTES) == 0)
-							policy = &names[i].policy;
-					if (policy == NULL)
-						drop = e->judged != epoch;
-					else if (policy->overrides)
-					{
-						/*
-						 * Some keys have overrides, and the entry does not
-						 * tell whose key it is: only the judgement of a
-						 * call under the key's own policy counts.
-						 */
-						drop = droppable(s, e, now);
-					}
-					else
-						drop = idle_under(e, policy, now);
-				}
-				if (drop)
-				{
-					entry_remove(s, at);
-					removed++;
-				}
-				else
-					at = &e->next;
-			}
-		}
+		removed += partition_drop(s, p, gc_drops, &gc, max - removed);
 		LWLockRelease(&s->locks[p].lock);
 	}
 	return removed;
@@ -2564,36 +2590,33 @@ rl_memory_check_inline(void)
  * does not bring them back): only those of inline configs when
  * inline_only.  Returns how many.
  */
+typedef struct MemForget
+{
+	Oid			space;
+	bool		inline_only;
+} MemForget;
+
+static bool
+forget_drops(MemShared *s, const MemEntry *e, void *arg)
+{
+	const MemForget *forget = arg;
+
+	return e->holders == 0 && e->dbid == MyDatabaseId &&
+		e->space == forget->space && (e->is_inline || !forget->inline_only);
+}
+
 uint64
 rl_memory_drop_entries(Oid space, bool inline_only)
 {
 	MemShared  *s = store();
-	MemEntry   *entries = store_entries(s);
-	int32	   *buckets = store_buckets(s);
+	MemForget	forget = {space, inline_only};
 	uint64		removed = 0;
 
 	for (int p = 0; p < MEM_PARTITIONS; p++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		LWLockAcquire(&s->locks[p].lock, LW_EXCLUSIVE);
-		for (uint32 b = p; b < s->nbuckets; b += MEM_PARTITIONS)
-		{
-			int32	   *at = &buckets[b];
-
-			while (*at >= 0)
-			{
-				MemEntry   *e = &entries[*at];
-
-				if (e->holders == 0 && e->dbid == MyDatabaseId &&
-					e->space == space && (e->is_inline || !inline_only))
-				{
-					entry_remove(s, at);
-					removed++;
-				}
-				else
-					at = &e->next;
-			}
-		}
+		removed += partition_drop(s, p, forget_drops, &forget, PG_UINT64_MAX);
 		LWLockRelease(&s->locks[p].lock);
 	}
 	return removed;
