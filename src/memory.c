@@ -253,6 +253,7 @@ typedef struct MemChange
 	bool		space_gone;		/* CHANGE_NAME: the extension dropped */
 	bool		unblocked_only; /* CHANGE_BLOCK: skipped if then blocked */
 	bool		pinned;			/* CHANGE_RESET: its entry pinned */
+	bool		in_force;		/* its policy was in force at the call */
 	int64		origin;
 	TimestampTz at;				/* when taken */
 	double		amount;
@@ -1422,22 +1423,19 @@ owe(MemEntry *e, double amount, TimestampTz at)
 }
 
 /*
- * A call that changes the key under the policy in force brings the
- * committed state forward to now under it, as the table store writes a
- * row at the time of its call: what the key refilled until now refilled
- * under that policy, whatever a definition change later says (a take
- * that commits after a rate was raised lands from the time of the take,
- * never refilling at the new rate the time before it).  The same state to
- * every reader under that policy.
+ * A take or refund that commits after a definition change: the committed
+ * state first brought forward to the change's call time under the policy
+ * the call was made under, when that was in force then, as the table
+ * store wrote the row at the time of the call (a take committed after a
+ * rate was raised lands from the time of the take, never refilling at the
+ * new rate the time before it).  At commit only: a call that rolls back
+ * leaves the state as it was, as the table store's rollback does.
  */
 static void
-advance(MemShared *s, MemEntry *e, const RlPolicy *policy, int64 origin,
-		TimestampTz now, uint64 epoch)
+catch_up(MemEntry *e, const MemChange *c)
 {
-	if (!policy_in_force(s, e, epoch))
-		return;
-	fold_owed(e, policy, origin);
-	e->committed = rl_refill(policy, origin, e->committed, now);
+	if (c->in_force && e->committed.ts < c->at)
+		e->committed = rl_refill(&c->policy, c->origin, e->committed, c->at);
 }
 
 /*
@@ -1696,16 +1694,20 @@ rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
 {
 	MemShared  *s = store();
 	MemEntry   *e;
+	bool		in_force;
 
 	Assert(held[k->partition]);
 	if (count <= 0)
 		return;
 	(void) next_change();
 	e = entry_pin(s, k, policy, origin, now, epoch);
-	advance(s, e, policy, origin, now, epoch);
+	in_force = policy_in_force(s, e, epoch);
+	if (in_force)
+		fold_owed(e, policy, origin);
 	e->pending += count;
 	hold_note(e, policy, now, false);
 	add_change(CHANGE_TAKE, k, policy, origin, now, count, 0, epoch);
+	changes[nchanges - 1].in_force = in_force;
 }
 
 /* Change a key when the transaction commits (refund, block, reset). */
@@ -1717,6 +1719,7 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	MemShared  *s = store();
 	MemChangeKind kind = what == RL_MEMORY_REFUND ? CHANGE_REFUND :
 		what == RL_MEMORY_RESET ? CHANGE_RESET : CHANGE_BLOCK;
+	bool		in_force = false;
 
 	(void) next_change();
 	/* after an 'empty' crash a key with no entry is not full: pin one */
@@ -1735,7 +1738,7 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 			return;
 		}
 		e = entry_pin(s, k, policy, origin, rl_clock_now(), epoch);
-		advance(s, e, policy, origin, rl_clock_now(), epoch);
+		in_force = policy_in_force(s, e, epoch);
 
 		/*
 		 * A block: what it would store, for an immediate shutdown that
@@ -1757,6 +1760,7 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 			   epoch);
 	changes[nchanges - 1].unblocked_only = what == RL_MEMORY_BLOCK_UNBLOCKED;
 	changes[nchanges - 1].pinned = kind == CHANGE_RESET && s->empty_since != 0;
+	changes[nchanges - 1].in_force = in_force;
 }
 
 /*
@@ -1906,7 +1910,10 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 				e->untouched = false;
 			}
 			else if (commit)
+			{
+				catch_up(e, c);
 				owe(e, c->amount, now);
+			}
 			pg_compiler_barrier();
 			e->pending -= c->amount;
 			e->holders--;
@@ -1917,6 +1924,7 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 				break;
 			if (!policy_in_force(s, e, c->epoch))
 			{
+				catch_up(e, c);
 				owe(e, -c->amount, now);
 				break;
 			}
