@@ -43,7 +43,10 @@ if ! command -v "$exporter" >/dev/null; then
 	apt_install 2>/dev/null || { "${sudo[@]}" apt-get update -qq && apt_install; } ||
 		skip "could not install $exporter (no network?)"
 fi
-"$exporter" --help 2>&1 | grep -q -- '--extend.query-path' ||
+# The help read whole first: grep -q stops at the first match, and under
+# pipefail the exporter's SIGPIPE for the rest would fail the check.
+exporter_help=$("$exporter" --help 2>&1 || true)
+grep -q -- '--extend.query-path' <<<"$exporter_help" ||
 	rl_die "$exporter has no --extend.query-path: $("$exporter" --version 2>&1 | head -1)"
 rl_log "monitoring: $("$exporter" --version 2>&1 | head -1)"
 
