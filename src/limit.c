@@ -448,7 +448,7 @@ rl_target_resolve(RlTarget *target, HeapTupleHeader config)
 	target->memory_epoch = rl_memory_epoch();
 	defined = rl_definition_lookup(target->label, &target->policy);
 	if (defined && !rl_definition_tracked())
-		target->memory_epoch = PG_UINT64_MAX;
+		target->memory_epoch = RL_MEMORY_EPOCH_UNTRACKED;
 	target->defined = defined;
 	if (config != NULL)
 	{
@@ -590,7 +590,7 @@ rl_target_recheck(RlTarget *target, double count, bool reserve)
 	target->memory_epoch = rl_memory_epoch();
 	recheck_definition(target, count, reserve);
 	if (!rl_definition_tracked())
-		target->memory_epoch = PG_UINT64_MAX;
+		target->memory_epoch = RL_MEMORY_EPOCH_UNTRACKED;
 }
 
 /* Refuse a count the limit can never grant. */
@@ -737,7 +737,7 @@ memory_key(RlTarget *target, RlMemoryKey *k)
 		return;
 	recheck_policy(target);
 	if (!rl_definition_tracked())
-		target->memory_epoch = PG_UINT64_MAX;
+		target->memory_epoch = RL_MEMORY_EPOCH_UNTRACKED;
 	if (target->policy.store != RL_STORE_MEMORY)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

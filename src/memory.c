@@ -253,7 +253,6 @@ typedef struct MemChange
 	bool		space_gone;		/* CHANGE_NAME: the extension dropped */
 	bool		unblocked_only; /* CHANGE_BLOCK: skipped if then blocked */
 	bool		pinned;			/* CHANGE_RESET: its entry pinned */
-	bool		in_force;		/* its policy was in force at the call */
 	int64		origin;
 	TimestampTz at;				/* when taken */
 	double		amount;
@@ -538,7 +537,7 @@ judge_fits(MemShared *s, const MemJudge *judge, const MemEntry *e)
 		!e->is_inline && !e->untouched &&
 		e->dbid == MyDatabaseId && e->space == judge->key->space &&
 		memcmp(e->name_id, judge->key->name_id, RL_MEMORY_NAME_ID_BYTES) == 0 &&
-		judge->epoch != PG_UINT64_MAX && !RecoveryInProgress() &&
+		judge->epoch < RL_MEMORY_EPOCH_UNTRACKED && !RecoveryInProgress() &&
 		judge->epoch == pg_atomic_read_u64(&epoch_of(s, e->dbid)->epoch) &&
 		pg_atomic_read_u32(&epoch_of(s, e->dbid)->changing) == 0;
 }
@@ -1392,12 +1391,15 @@ landed(const MemEntry *e, const RlPolicy *policy, int64 origin)
  * otherwise no definition change may have committed or be committing
  * since the epoch it read before its policy (epoch_barrier orders the
  * check against a change becoming visible).  On a hot standby a replayed
- * change bumps no epoch: there the policy read counts as in force.
+ * change bumps no epoch, nor does a hand edit while rl_definitions'
+ * trigger is disabled: there the policy read counts as in force (or every
+ * commit would be owed, and never folded).
  */
 static bool
 policy_in_force(MemShared *s, const MemEntry *e, uint64 epoch)
 {
 	return e->is_inline || RecoveryInProgress() ||
+		epoch == RL_MEMORY_EPOCH_UNTRACKED ||
 		(epoch != PG_UINT64_MAX &&
 		 epoch == pg_atomic_read_u64(&epoch_of(s, e->dbid)->epoch) &&
 		 pg_atomic_read_u32(&epoch_of(s, e->dbid)->changing) == 0);
@@ -1424,17 +1426,18 @@ owe(MemEntry *e, double amount, TimestampTz at)
 
 /*
  * A take or refund that commits after a definition change: the committed
- * state first brought forward to the change's call time under the policy
- * the call was made under, when that was in force then, as the table
- * store wrote the row at the time of the call (a take committed after a
- * rate was raised lands from the time of the take, never refilling at the
- * new rate the time before it).  At commit only: a call that rolls back
- * leaves the state as it was, as the table store's rollback does.
+ * state first brought forward to the call's time under the policy the call
+ * decided under, as the table store wrote the row at the time of the call
+ * (a take committed after a rate was raised lands from the time of the
+ * take, never refilling at the new rate the time before it), whether or
+ * not a change was already committing at the call.  At commit only: a
+ * call that rolls back leaves the state as it was, as the table store's
+ * rollback does.
  */
 static void
 catch_up(MemEntry *e, const MemChange *c)
 {
-	if (c->in_force && e->committed.ts < c->at)
+	if (e->committed.ts < c->at)
 		e->committed = rl_refill(&c->policy, c->origin, e->committed, c->at);
 }
 
@@ -1694,20 +1697,17 @@ rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
 {
 	MemShared  *s = store();
 	MemEntry   *e;
-	bool		in_force;
 
 	Assert(held[k->partition]);
 	if (count <= 0)
 		return;
 	(void) next_change();
 	e = entry_pin(s, k, policy, origin, now, epoch);
-	in_force = policy_in_force(s, e, epoch);
-	if (in_force)
+	if (policy_in_force(s, e, epoch))
 		fold_owed(e, policy, origin);
 	e->pending += count;
 	hold_note(e, policy, now, false);
 	add_change(CHANGE_TAKE, k, policy, origin, now, count, 0, epoch);
-	changes[nchanges - 1].in_force = in_force;
 }
 
 /* Change a key when the transaction commits (refund, block, reset). */
@@ -1719,7 +1719,6 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	MemShared  *s = store();
 	MemChangeKind kind = what == RL_MEMORY_REFUND ? CHANGE_REFUND :
 		what == RL_MEMORY_RESET ? CHANGE_RESET : CHANGE_BLOCK;
-	bool		in_force = false;
 
 	(void) next_change();
 	/* after an 'empty' crash a key with no entry is not full: pin one */
@@ -1738,7 +1737,6 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 			return;
 		}
 		e = entry_pin(s, k, policy, origin, rl_clock_now(), epoch);
-		in_force = policy_in_force(s, e, epoch);
 
 		/*
 		 * A block: what it would store, for an immediate shutdown that
@@ -1760,7 +1758,7 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 			   epoch);
 	changes[nchanges - 1].unblocked_only = what == RL_MEMORY_BLOCK_UNBLOCKED;
 	changes[nchanges - 1].pinned = kind == CHANGE_RESET && s->empty_since != 0;
-	changes[nchanges - 1].in_force = in_force;
+
 }
 
 /*

@@ -35,6 +35,13 @@ extern GucContext rl_sizing_context(void);
 extern void rl_memory_key(Oid space, text *name, text *key, RlMemoryKey *k);
 extern void rl_memory_name_id(Oid space, text *name, uint8 *name_id);
 
+/*
+ * The epoch of a call whose definitions change by hand with no trigger
+ * firing (rl_definitions' trigger disabled): no judgement of it counts,
+ * and the policy it read counts as in force, since no change can be seen.
+ */
+#define RL_MEMORY_EPOCH_UNTRACKED (PG_UINT64_MAX - 1)
+
 extern uint64 rl_memory_epoch(void);
 extern uint64 rl_memory_gc_epoch(void);
 extern void rl_memory_lock(const RlMemoryKey *keys, int n);
