@@ -15,6 +15,11 @@
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
+#   make bench BASE=REV  this build against git revision REV's, both
+#               installed side by side and interleaved round by round:
+#               each figure for both and this/base (test/bench/versions.sh;
+#               BENCH_ROUNDS, default 5); make bench-memory BASE=REV only
+#               the memory store's figures
 #   make profile  perf profiles of one backend running make bench's per-call
 #               statements (root, or perf_event_paranoid <= 1)
 #   make dist   the PGXN release archive of HEAD: ratelimit-X.Y.Z.zip, the
@@ -86,17 +91,17 @@ test:
 	RL_TEST_MAJORS="$(or $(PG),$(RL_TEST_MAJORS))" test/run-tests.sh
 
 bench:
-	test/bench/run.sh
+	$(if $(BASE),test/bench/versions.sh '$(BASE)' bench,test/bench/run.sh)
 
 bench-memory:
-	test/bench/memory.sh
+	$(if $(BASE),test/bench/versions.sh '$(BASE)' memory,test/bench/memory.sh)
 bench-long:
-	test/bench/long.sh
+	$(if $(BASE),test/bench/versions.sh '$(BASE)' long,test/bench/long.sh)
 bench-wait:
-	test/bench/wait.sh
+	$(if $(BASE),test/bench/versions.sh '$(BASE)' wait,test/bench/wait.sh)
 
 bench-external:
-	test/bench/external/run.sh
+	$(if $(BASE),test/bench/versions.sh '$(BASE)' external,test/bench/external/run.sh)
 
 profile:
 	test/bench/profile.sh
