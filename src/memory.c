@@ -16,6 +16,11 @@
  * taking at grant time would); when it rolls back, or rolls back to a
  * savepoint, the take just leaves pending: the committed state never saw
  * it, so the rollback returns exactly what the rolled-back work took.
+ * A take (or refund) that commits after a definition change of its
+ * database is not applied under the policy it was granted under: it is
+ * owed, brought forward to its call's time under that policy as the table
+ * store's row was, and lands under the policy of whoever reads the entry
+ * (landed), until a call that knows its policy is in force folds it in.
  * What gives tokens (a refund, a block's end is not one, a reset, a
  * definition dropped) and blocks happen only at commit, so no session is
  * ever granted tokens that a transaction which later rolls back gave.
