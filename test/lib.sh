@@ -75,13 +75,20 @@ rl_choose_tmp() {
 		RL_TMP=/tmp/ratelimit-$(printf '%s' "$RL_REPO" | md5sum | cut -c1-12)
 		rl_log "postgres cannot reach $RL_REPO; using $RL_TMP"
 	fi
-	RL_INSTALL=$RL_TMP/install
+	rl_use_dir "$RL_TMP"
+	export PGPORT=$RL_PORT PGUSER=postgres PGDATABASE=postgres
+}
+
+# Point the private installation, the cluster and psql at directory DIR
+# (read by rl_install, rl_start and rl_stop_quietly).
+rl_use_dir() {
+	RL_INSTALL=$1/install
 	RL_BIN=$RL_INSTALL/usr/lib/postgresql/$RL_PG_MAJOR/bin
 	RL_PG_CONFIG=$RL_BIN/pg_config
-	RL_DATA=$RL_TMP/data
-	RL_SOCK=$RL_TMP/sock
-	RL_LOGDIR=$RL_TMP/log
-	export PGHOST=$RL_SOCK PGPORT=$RL_PORT PGUSER=postgres PGDATABASE=postgres
+	RL_DATA=$1/data
+	RL_SOCK=$1/sock
+	RL_LOGDIR=$1/log
+	export PGHOST=$RL_SOCK
 }
 
 # A private copy of the PostgreSQL installation, with the extension in it.

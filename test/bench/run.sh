@@ -81,10 +81,7 @@ CREATE TABLE bench_slots (key int, slot int, PRIMARY KEY (key, slot));
 INSERT INTO bench_slots SELECT k, s FROM generate_series(1, 100000) AS k, generate_series(0, 3) AS s;
 SQL
 "$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 -f "$here/reference.sql" >/dev/null
-"$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
-INSERT INTO bench_state SELECT 'keys', k::text, 0, 1e9, now() FROM generate_series(1, 100000) AS k;
-VACUUM ANALYZE;
-SQL
+"$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 -f "$here/reference_keys.sql" >/dev/null
 
 # milliseconds for one statement
 ms() {

@@ -56,18 +56,9 @@ rl_choose_tmp
 versions=$RL_TMP/versions
 sides="base this"
 
-# use SIDE: point RL_INSTALL, RL_BIN, RL_DATA ... (read by lib.sh's
-# rl_install, rl_start and rl_stop_quietly) and psql at SIDE's installation
-# and cluster
+# use SIDE: the installation, cluster and psql of SIDE
 use() {
-	local dir=$versions/$1
-	RL_INSTALL=$dir/install
-	RL_BIN=$RL_INSTALL/usr/lib/postgresql/$RL_PG_MAJOR/bin
-	RL_PG_CONFIG=$RL_BIN/pg_config
-	RL_DATA=$dir/data
-	RL_SOCK=$dir/sock
-	RL_LOGDIR=$dir/log
-	export PGHOST=$RL_SOCK
+	rl_use_dir "$versions/$1"
 }
 stop_all() {
 	for side in $sides; do
@@ -118,10 +109,7 @@ for side in $sides; do
 			rl_log "$side: the setup statement $sql failed: ${out%%$'\n'*}"
 	done
 	"$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 -f "$here/reference.sql" >/dev/null
-	"$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
-INSERT INTO bench_state SELECT 'keys', k::text, 0, 1e9, now() FROM generate_series(1, 100000) AS k;
-VACUUM ANALYZE;
-SQL
+	"$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 -f "$here/reference_keys.sql" >/dev/null
 done
 
 # The figures, each: label, unit and a measuring command, run on the side
