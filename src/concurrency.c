@@ -443,9 +443,7 @@ rl_concurrency_definition_change(Oid nspid, text *before_name,
 								 const RlPolicy *after)
 {
 	bool		same = before != NULL && after != NULL &&
-		VARSIZE_ANY_EXHDR(before_name) == VARSIZE_ANY_EXHDR(after_name) &&
-		memcmp(VARDATA_ANY(before_name), VARDATA_ANY(after_name),
-			   VARSIZE_ANY_EXHDR(before_name)) == 0 &&
+		rl_text_equal(before_name, after_name) &&
 		before->kind == after->kind;
 
 	if (before != NULL && RL_KIND_IS_CONCURRENCY(before->kind) &&

@@ -49,7 +49,7 @@
 #include "utils/rel.h"
 
 #include "definitions.h"
-#include "limit.h"
+#include "names.h"
 #include "memory.h"
 #include "storage.h"
 
@@ -396,9 +396,7 @@ memory_names_changed(TriggerData *trigdata)
 		after_name = DatumGetTextPP(heap_getattr(after, name_att, desc,
 												 &isnull));
 	same = before_name && after_name &&
-		VARSIZE_ANY_EXHDR(before_name) == VARSIZE_ANY_EXHDR(after_name) &&
-		memcmp(VARDATA_ANY(before_name), VARDATA_ANY(after_name),
-			   VARSIZE_ANY_EXHDR(before_name)) == 0;
+		rl_text_equal(before_name, after_name);
 	/* the old name's entries: gone unless the same name stays in memory */
 	if (memory_row(before, desc))
 		rl_memory_name_changed(space, before_name,
@@ -461,7 +459,7 @@ rl_override_lookup(text *name, text *key, RlPolicy *policy)
 	Assert(nlen <= RL_MAX_NAME_BYTES && klen <= RL_MAX_KEY_BYTES);
 	memset(hkey, 0, sizeof(hkey));
 	memcpy(hkey, VARDATA_ANY(name), nlen);
-	hkey[nlen] = '\x1f';
+	hkey[nlen] = RL_INLINE_SEPARATOR;
 	memcpy(hkey + nlen + 1, VARDATA_ANY(key), klen);
 
 	AcceptInvalidationMessages();

@@ -81,6 +81,7 @@
 
 #include "compat.h"
 #include "direct.h"
+#include "names.h"
 #include "stats.h"
 
 /*
@@ -249,11 +250,7 @@ open_usable_primary_key(Relation rel)
 static bool
 text_matches(Datum d, text *t)
 {
-	text	   *v = DatumGetTextPP(d);
-	int			len = VARSIZE_ANY_EXHDR(v);
-
-	return len == VARSIZE_ANY_EXHDR(t) &&
-		memcmp(VARDATA_ANY(v), VARDATA_ANY(t), len) == 0;
+	return rl_text_equal(DatumGetTextPP(d), t);
 }
 
 /*

@@ -897,7 +897,7 @@ definition_escalation(RlCallCache *cache, text *name, RlPolicy *policy)
 	RlPolicy	defined;
 	int			len = VARSIZE_ANY_EXHDR(name);
 
-	if (len > RL_MAX_NAME_BYTES || memchr(VARDATA_ANY(name), '\x1f', len))
+	if (len > RL_MAX_NAME_BYTES || memchr(VARDATA_ANY(name), RL_INLINE_SEPARATOR, len))
 		return;
 	rl_storage_begin(cache->nspid);
 	if (rl_definition_lookup(name, &defined) && defined.kind == policy->kind)

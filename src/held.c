@@ -40,6 +40,7 @@
 #include "compat.h"
 
 #include "held.h"
+#include "names.h"
 
 /* A (name, key); the key '' is the NULL key. */
 typedef struct HeldKey
@@ -92,22 +93,13 @@ held_key_hash(const void *key, Size keysize)
 								   VARSIZE_ANY_EXHDR(k->key)));
 }
 
-static bool
-text_equal(text *a, text *b)
-{
-	int			la = VARSIZE_ANY_EXHDR(a);
-
-	return la == VARSIZE_ANY_EXHDR(b) &&
-		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), la) == 0;
-}
-
 static int
 held_key_match(const void *key1, const void *key2, Size keysize)
 {
 	const HeldKey *a = key1;
 	const HeldKey *b = key2;
 
-	return text_equal(a->name, b->name) && text_equal(a->key, b->key) ? 0 : 1;
+	return rl_text_equal(a->name, b->name) && rl_text_equal(a->key, b->key) ? 0 : 1;
 }
 
 /* The transaction ended: its notes and marks went with TopTransactionContext. */

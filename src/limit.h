@@ -14,17 +14,7 @@
 #include "access/htup.h"
 
 #include "algebra.h"
-
-/* Bounds that keep a (name, key, shard) entry far below btree's limit. */
-#define RL_MAX_NAME_BYTES	256
-#define RL_MAX_KEY_BYTES	1024
-
-/*
- * What separates a name from the policy in the stored name of a limit used
- * with an inline config (see rl_target_resolve); no name may contain it.
- */
-#define RL_INLINE_SEPARATOR	'\x1f'
-
+#include "names.h"
 
 /*
  * The most limits one rl_limit_all call may name.  Each holds a row lock
@@ -60,7 +50,6 @@ typedef RlShardDecision RlAnswer;
 
 extern void rl_target_init(RlTarget *target, text *name, text *key);
 extern void rl_target_resolve(RlTarget *target, HeapTupleHeader config);
-extern bool rl_inline_row(text *stored, RlPolicy *policy);
 extern bool rl_key_policy(text *name, text *key, RlPolicy *policy);
 extern void rl_target_require_rate(const RlTarget *target);
 extern void rl_target_for_row(RlTarget *target, text *name, text *key,

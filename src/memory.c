@@ -103,7 +103,7 @@
 
 #include "clock.h"
 #include "compat.h"
-#include "limit.h"
+#include "names.h"
 #include "memory.h"
 #include "sha256.h"
 

@@ -67,7 +67,7 @@
 
 #include "clock.h"
 #include "compat.h"
-#include "limit.h"
+#include "names.h"
 #include "memory.h"
 #include "stats.h"
 

@@ -66,6 +66,7 @@
 #include "utils/uuid.h"
 
 #include "direct.h"
+#include "names.h"
 #include "policy.h"
 #include "stats.h"
 #include "storage.h"
@@ -198,7 +199,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	},
 	[PLAN_DELETE_KEY] = {
 		"DELETE FROM ONLY %s.rate_limits WHERE key" EQ "$2 AND (name" EQ "$1"
-		" OR (name" GT "($1 OPERATOR(pg_catalog.||) E'\\x1f')"
+		" OR (name" GT "($1 OPERATOR(pg_catalog.||) " RL_INLINE_SEPARATOR_SQL ")"
 		" AND name OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.||) E'\\x20')))",
 		2, {TEXTOID, TEXTOID}
 	},
@@ -218,7 +219,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" FROM ONLY %s.rate_limits s LEFT JOIN ONLY %s.rl_definitions d"
 		" ON d.name" EQ "s.name"
 		" WHERE d.name IS NOT NULL"
-		" OR pg_catalog.strpos(s.name, E'\\x1f')" GT "0",
+		" OR pg_catalog.strpos(s.name, " RL_INLINE_SEPARATOR_SQL ")" GT "0",
 		0, {InvalidOid}
 	},
 	/* leases: rl_leases exists from version 1.2 on */
