@@ -236,23 +236,4 @@ extern RlStatus rl_block_state(const RlPolicy *policy, int64_t origin,
 extern double rl_refund_spread(double capacity, int n, double *values,
 							   double count);
 
-/* The values of the HTTP fields for one answer (whole seconds). */
-typedef struct RlHttpFields
-{
-	int64_t		quota;			/* RateLimit-Policy q */
-	int64_t		window;			/* RateLimit-Policy w */
-	int64_t		remaining;		/* RateLimit r */
-	int64_t		reset;			/* RateLimit t */
-	bool		has_retry_after;	/* a denied call: Retry-After */
-	int64_t		retry_after;
-} RlHttpFields;
-
-/* The largest Integer an HTTP structured field carries (RFC 9651). */
-#define RL_SF_MAX_INTEGER	INT64_C(999999999999999)
-
-extern int64_t rl_ceil_seconds(int64_t usecs);
-extern void rl_http_fields(const RlPolicy *policy, bool ok, bool has_retry,
-						   int64_t retry_after, double remaining,
-						   int64_t reset_after, RlHttpFields *fields);
-
 #endif							/* RATELIMIT_ALGEBRA_H */

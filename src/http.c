@@ -25,6 +25,7 @@
 #include "utils/lsyscache.h"
 
 #include "algebra.h"
+#include "fields.h"
 #include "clock.h"
 #include "limit.h"
 #include "policy.h"

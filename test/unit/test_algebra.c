@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "algebra.h"
+#include "fields.h"
 
 #define SEC  INT64_C(1000000)
 #define MIN  (60 * SEC)
