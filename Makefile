@@ -32,10 +32,11 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/algebra.o src/calendar.o src/clock.o src/definitions.o src/direct.o src/errors.o \
-	src/concurrency.o src/functions.o src/gc.o src/held.o src/http.o src/limit.o \
-	src/memory.o src/names.o src/policy.o src/sha256.o src/stats.o src/storage.o \
-	src/trigger.o src/wait.o
+OBJS = src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
+	src/definitions.o src/direct.o src/errors.o src/fields.o src/functions.o src/gc.o \
+	src/held.o src/http.o src/limit.o src/memory.o src/names.o src/policy.o \
+	src/sha256.o src/stats.o src/storage.o src/store.o src/store_memory.o \
+	src/store_table.o src/target.o src/trigger.o src/wait.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
 	ratelimit--1.2--1.3.sql ratelimit--1.3.sql
@@ -122,8 +123,8 @@ unit: test/unit/test_algebra test/unit/random_depth test/unit/test_sha256 test/u
 	test/unit/random_depth 20000 1
 	test/unit/sliding_trace 100000 1
 
-test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h
-	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c -lm
+test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h src/fields.c src/fields.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c src/fields.c -lm
 
 test/unit/test_sha256: test/unit/test_sha256.c src/sha256.c src/sha256.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_sha256.c src/sha256.c

@@ -14,7 +14,7 @@
 
 #include "datatype/timestamp.h"
 
-#include "limit.h"
+#include "target.h"
 
 /*
  * The lock tags: LOCKTAG_ADVISORY with field1 the database, field2 and

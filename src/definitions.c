@@ -170,6 +170,25 @@ changes_reach_us(Oid relid, const char *trigger)
 }
 
 /*
+ * rl_definition_lookup, with the definitions' epoch read before it: the
+ * memory store's count of committed definition changes (memory.c), so the
+ * policy found is never older than *epoch.  A definition whose changes do
+ * not reach every session (rl_definition_tracked) has the epoch
+ * RL_MEMORY_EPOCH_UNTRACKED.
+ */
+bool
+rl_definition_lookup_at(text *name, RlPolicy *policy, uint64 *epoch)
+{
+	bool		found;
+
+	*epoch = rl_memory_epoch();
+	found = rl_definition_lookup(name, policy);
+	if (found && !rl_definition_tracked())
+		*epoch = RL_MEMORY_EPOCH_UNTRACKED;
+	return found;
+}
+
+/*
  * Whether the definition the last lookup returned is one whose changes
  * reach every session (the row trigger fires always): the memory store
  * trusts an idle judgement made under it only then.

@@ -272,7 +272,7 @@ raise_refused(const RlTarget *target, double count, const RlAnswer *answer)
 static void
 require_writable(const RlTarget *target, const char *cmdname)
 {
-	if (target->policy.store == RL_STORE_TABLE)
+	if (target->store->writes_table)
 		PreventCommandIfReadOnly(cmdname);
 }
 
@@ -479,14 +479,7 @@ rl_reset(PG_FUNCTION_ARGS)
 		config = call_config(fcinfo, ARG_RESET_CONFIG);
 	call_target(fcinfo, cache, &target);
 	rl_storage_begin(cache->nspid);
-	if (!rl_forget_memory(&target, config))
-	{
-		PreventCommandIfReadOnly("rl_reset()");
-		if (config != NULL)
-			rl_storage_delete_stored(target.name, target.key);
-		else
-			rl_storage_delete(target.name, target.key);
-	}
+	rl_reset_key(&target, config);
 	rl_storage_end();
 	PG_RETURN_VOID();
 }
@@ -677,8 +670,7 @@ rl_define(PG_FUNCTION_ARGS)
 	rl_policy_fill_defaults(values, nulls);
 	rl_policy_from_values(values, nulls, &policy);
 	rl_definition_options_from_values(values, nulls, &policy);
-	if (policy.store == RL_STORE_MEMORY)
-		rl_memory_require();
+	rl_store_of(&policy)->check_use(false);
 
 	rl_storage_begin_writing(cache->nspid, "rl_define()");
 	put_definition(name, values, nulls);

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * limit.h
- *	  Deciding calls on one limit or several: which rows a call holds, the
- *	  decision, and what it writes.
+ *	  Deciding calls on one limit or several (limit.c): what the SQL
+ *	  functions, the trigger and waiting call.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +15,8 @@
 
 #include "algebra.h"
 #include "names.h"
+#include "store.h"
+#include "target.h"
 
 /*
  * The most limits one rl_limit_all call may name.  Each holds a row lock
@@ -23,47 +25,13 @@
  */
 #define RL_MAX_LIMITS_PER_CALL	1000
 
-/* The limit a call addresses, in stored form. */
-typedef struct RlTarget
-{
-	text	   *name;			/* the name its rows are stored under */
-	text	   *label;			/* the name the caller gave: messages,
-								 * statistics, HTTP fields, window phase */
-	text	   *key;			/* '' for the NULL key */
-	bool		key_is_null;
-	RlPolicy	policy;			/* the whole limit's policy */
-	bool		defined;		/* policy from rl_definitions, not a config */
-	int64		origin;			/* a window start (fixed window) */
-	uint64		memory_epoch;	/* rl_memory_epoch before the policy was read */
-} RlTarget;
-
-/* What rl_adjust does to a key. */
-typedef enum RlAdjustment
-{
-	RL_ADJUST_REFUND,
-	RL_ADJUST_PENALIZE,
-	RL_ADJUST_BLOCK
-} RlAdjustment;
-
-/* What a call answers, whether the limit is sharded or not. */
-typedef RlShardDecision RlAnswer;
-
-extern void rl_target_init(RlTarget *target, text *name, text *key);
-extern void rl_target_resolve(RlTarget *target, HeapTupleHeader config);
-extern bool rl_key_policy(text *name, text *key, RlPolicy *policy);
-extern void rl_target_require_rate(const RlTarget *target);
-extern void rl_target_for_row(RlTarget *target, text *name, text *key,
-							  const RlPolicy *policy);
-extern void rl_target_recheck(RlTarget *target, double count, bool reserve);
-extern void rl_target_check_count(const RlTarget *target, double count,
-								  bool reserve);
-
 extern void rl_consume(RlTarget *target, double count, bool reserve,
 					   RlAnswer *answer);
 extern void rl_consume_try(RlTarget *target, double count, bool reserve,
 						   RlAnswer *answer);
 extern bool rl_wait_can_grant(const RlTarget *target, double count,
 							  bool reserve);
+extern bool rl_may_hold(const RlTarget *target);
 extern void rl_peek(const RlTarget *target, double count, bool reserve,
 					RlAnswer *answer);
 extern RlState rl_current(const RlTarget *target);
@@ -72,7 +40,7 @@ extern bool rl_row_now(const RlTarget *target, RlState stored,
 					   RlState *current, int64 *reset_after, bool *idle);
 extern RlState rl_adjust(RlTarget *target, RlAdjustment kind, double amount,
 						 int64 duration);
-extern bool rl_forget_memory(RlTarget *target, HeapTupleHeader config);
+extern void rl_reset_key(RlTarget *target, HeapTupleHeader config);
 extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
 						   bool reserve, RlAnswer *answers);
 

@@ -158,8 +158,6 @@ rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
 
 	for (;;)
 	{
-		bool		memory;
-
 		/*
 		 * After a sleep, the definition in force now: a memory limit holds
 		 * nothing a change would wait for, so the call would otherwise
@@ -172,19 +170,17 @@ rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
 		 */
 		if (slept)
 			rl_target_recheck(target, count, reserve);
-		memory = target->policy.store == RL_STORE_MEMORY;
-		if (target->policy.shadow ||
-			(!slept && !memory && rl_held_maybe(target->name, target->key)))
+		if (target->policy.shadow || (!slept && rl_may_hold(target)))
 			break;
 		slept = true;
 		rl_target_check_count(target, count, reserve);
 		rl_peek(target, count, reserve, answer);
 		if (answer->ok)
 		{
-			if (memory)
-				rl_consume_try(target, count, reserve, answer);
-			else
+			if (target->store->locks_rows)
 				try_in_subtransaction(target, count, reserve, answer);
+			else
+				rl_consume_try(target, count, reserve, answer);
 			if (answer->ok)
 				return;
 		}
