@@ -49,6 +49,9 @@ echo "build passed" >>"$result"
 rl_log "packaging (META.json, changelog, scripts)"
 suite packaging "$RL_REPO/test/packaging/check.sh"
 
+rl_log "layout of src/ (docs/layout.md)"
+suite layout "$RL_REPO/test/layout/check.sh"
+
 rl_log "links in README.md and docs/"
 suite docs-links perl "$RL_REPO/test/docs/links.pl"
 
