@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The middleware examples (examples/middleware/, docs/middleware.md), each
 # served over real HTTP against the cluster run-tests.sh started: Express
-# with node-postgres, and Flask with psycopg 3.  For each, in a fresh
-# database with a limit 'api' of 5 tokens refilling one a minute, under a
-# pinned clock (so every field is exact), curl checks that:
+# with node-postgres, Flask and FastAPI with psycopg 3, and Django.  For
+# each, in a fresh database with a limit 'api' of 5 tokens refilling one a
+# minute, under a pinned clock (so every field is exact), curl checks that:
 # - a burst of 7 requests of one key gets exactly 5 answers 200, with
 #   RateLimit r=4..0 and t=60..300, then 429s with Retry-After 60,
 #   RateLimit r=0;t=60 and RateLimit-Policy q=1;w=60, and exactly 5 rows
@@ -12,15 +12,18 @@
 #   fields, its row is rolled back and its token returned (rl_value is 5,
 #   and the key's next request shows r=4);
 # - a route costing 2 tokens takes 2 (r=3, r=1, then 429 with r=1);
-# - 12 requests of one key sent at once get exactly 5 answers 200.
+# - 12 requests of one key sent at once get exactly 5 answers 200;
+# - while a handler of one key sleeps 2 s, the key's next request is
+#   answered in under 0.5 s (the take does not hold the key's row).
 # Node 18+ and npm (the packages express and pg, installed under
 # $RL_TMP/node from the npm registry) and the Debian packages
-# python3-psycopg, python3-psycopg-pool and python3-flask (installed when
+# python3-psycopg, python3-psycopg-pool, python3-flask, python3-fastapi,
+# python3-uvicorn, python3-django and python3-psycopg2 (installed when
 # root or sudo) are needed only here; an integration that cannot run is
-# skipped with the reason, and the suite exits 77 (skipped) unless both ran.
-# RL_MW_PORT=N serves Express on port N and Flask on N+1 (default: free
-# ports the system picks); RL_MW_PYTHON names another interpreter than
-# /usr/bin/python3.
+# skipped with the reason, and the suite exits 77 (skipped) unless all ran.
+# RL_MW_PORT=N serves Express on port N, Flask on N+1, FastAPI on N+2 and
+# Django on N+3 (default: free ports the system picks); RL_MW_PYTHON names
+# another interpreter than /usr/bin/python3.
 source "$(dirname "$0")/lib.sh"
 rl_choose_tmp
 
@@ -96,11 +99,13 @@ serve() {
 	base=http://127.0.0.1:$port
 }
 
-# get USER PATH: one request as USER; sets status, and hdr to the headers
-# file and body to the body file.
+# get USER PATH: one request as USER; sets status, seconds (how long it
+# took), and hdr to the headers file and body to the body file.
 get() {
+	local out
 	hdr=$work/$app.hdr body=$work/$app.body
-	status=$(curl -s -o "$body" -D "$hdr" -w '%{http_code}' -H "X-User: $1" "$base$2") || status=none
+	out=$(curl -s -o "$body" -D "$hdr" -w '%{http_code} %{time_total}' -H "X-User: $1" "$base$2") || out="none 0"
+	status=${out% *} seconds=${out#* }
 }
 # field NAME: the value of a header of the last response ("" if absent).
 field() {
@@ -155,6 +160,25 @@ exercise() {
 		-w '%{http_code}\n' --config - | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')
 	check "12 at once" "$statuses" "200:5 429:7 "
 	check "rows the concurrent requests committed" "$(sql "$db" "SELECT count(*) FROM hits WHERE who = 'dave'")" 5
+
+	# a slow request (its handler sleeps 2 s) does not hold back the same
+	# key's next one: once the slow handler is running (its transaction is
+	# open), a second request of the key is answered in well under a second
+	curl -s -o /dev/null -w '%{http_code}' -H "X-User: erin" "$base/slow" >"$work/$app.slow" &
+	local slow=$! running=0
+	for i in $(seq 1 50); do
+		running=$(sql "$db" "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'")
+		[ "$running" != 0 ] && break
+		sleep 0.1
+	done
+	check "slow handler running" "$running" 1
+	get erin /hello
+	check "beside a slow request: status" "$status $(field RateLimit)" '200 "api";r=3;t=120'
+	check "beside a slow request: answered in under 0.5 s" \
+		"$(awk -v s="$seconds" 'BEGIN { print (s < 0.5) ? "yes" : "no (" s " s)" }')" yes
+	wait "$slow" || true
+	check "slow request: status" "$(cat "$work/$app.slow")" 200
+	check "rows erin committed" "$(sql "$db" "SELECT count(*) FROM hits WHERE who = 'erin'")" 2
 }
 
 # run_app NAME: make the database, serve, exercise; counts failures.
@@ -205,27 +229,43 @@ else
 	skipped+=(express)
 fi
 
-# Flask: the system's python3 (the Debian packages' interpreter, whatever
-# python3 comes first in PATH) with psycopg 3, psycopg_pool and flask.
+# The Python ones: the system's python3 (the Debian packages' interpreter,
+# whatever python3 comes first in PATH) with the Debian packages of each.
 PY=${RL_MW_PYTHON:-/usr/bin/python3}
+# py_ready NAME MODULES PACKAGE...: PY imports MODULES (a comma-separated
+# list), after PACKAGEs are installed with apt-get if need be; else says why.
 py_ready() {
-	"$PY" -c 'import flask, psycopg, psycopg_pool' 2>/dev/null && return 0
+	local name=$1 modules=$2
+	shift 2
+	"$PY" -c "import $modules" 2>/dev/null && return 0
 	if ! rl_is_root && ! { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; then
-		echo "python3-psycopg, python3-psycopg-pool and python3-flask are not installed, and installing them needs root (sudo apt-get install python3-psycopg python3-psycopg-pool python3-flask)"
+		echo "$* are not all installed, and installing them needs root (sudo apt-get install $*)"
 		return 1
 	fi
-	if ! (rl_ensure_packages python3-psycopg python3-psycopg-pool python3-flask) >"$work/apt.log" 2>&1 ||
-		! "$PY" -c 'import flask, psycopg, psycopg_pool' 2>/dev/null; then
-		echo "installing python3-psycopg, python3-psycopg-pool and python3-flask failed: $(tail -3 "$work/apt.log" | tr '\n' ' ')"
+	if ! (rl_ensure_packages "$@") >"$work/apt-$name.log" 2>&1 ||
+		! "$PY" -c "import $modules" 2>/dev/null; then
+		echo "installing $* failed: $(tail -3 "$work/apt-$name.log" | tr '\n' ' ')"
 		return 1
 	fi
 }
-if why=$(py_ready); then
-	run_app flask 1 sh -c 'cd "$1" && exec "$2" app.py' - "$mw/flask" "$PY"
-else
-	rl_log "middleware flask: skipped: $why"
-	skipped+=(flask)
-fi
+# run_py NAME OFFSET MODULES PACKAGE...: serve examples/middleware/NAME/app.py
+# on port RL_MW_PORT + OFFSET and check it, or skip it saying why.
+run_py() {
+	local name=$1 offset=$2 why
+	shift 2
+	if why=$(py_ready "$name" "$@"); then
+		run_app "$name" "$offset" sh -c 'cd "$1" && exec "$2" app.py' - "$mw/$name" "$PY"
+	else
+		rl_log "middleware $name: skipped: $why"
+		skipped+=("$name")
+	fi
+}
+# Flask with psycopg 3 and psycopg_pool.
+run_py flask 1 flask,psycopg,psycopg_pool python3-psycopg python3-psycopg-pool python3-flask
+# FastAPI served by uvicorn, with psycopg 3's AsyncConnectionPool.
+run_py fastapi 2 fastapi,uvicorn,psycopg,psycopg_pool python3-fastapi python3-uvicorn python3-psycopg python3-psycopg-pool
+# Django on its own PostgreSQL backend, which is psycopg2 before Django 4.2.
+run_py django 3 django,psycopg2 python3-django python3-psycopg2
 
 if [ "$failures" -gt 0 ]; then
 	rl_log "middleware: $failures checks FAILED"
@@ -235,4 +275,4 @@ if [ ${#skipped[@]} -gt 0 ]; then
 	rl_log "middleware: skipped ${skipped[*]}${ran[*]:+ (${ran[*]} passed)}"
 	exit 77
 fi
-rl_log "middleware: Express and Flask answered every check"
+rl_log "middleware: Express, Flask, FastAPI and Django answered every check"

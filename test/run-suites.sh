@@ -87,7 +87,7 @@ suite examples "$RL_REPO/test/run-examples.sh"
 rl_log "monitoring (prometheus-postgres-exporter with examples/monitoring/postgres_exporter.yml, scraped)"
 suite monitoring "$RL_REPO/test/run-monitoring.sh"
 
-rl_log "middleware examples (Express and Flask over HTTP; skipped without node, npm or the Python packages)"
+rl_log "middleware examples (Express, Flask, FastAPI and Django over HTTP; skipped without node, npm or the Python packages)"
 suite middleware "$RL_REPO/test/run-middleware.sh"
 
 rl_log "stress test (pgbench, 16 clients)"

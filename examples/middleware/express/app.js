@@ -4,8 +4,9 @@
 // and CREATE TABLE hits (who text NOT NULL, path text NOT NULL);).
 // The key is the X-User header when present, else the client address:
 // a stand-in for an authenticated user id (never trust such a header from
-// the open Internet).  /export costs 2 tokens; /fail writes, then throws,
-// and its write and its tokens are rolled back.
+// the open Internet).  /export costs 2 tokens; /slow writes, then waits 2
+// seconds; /fail writes, then throws, and its write and its tokens are
+// rolled back.
 //
 //   PGHOST=... PGDATABASE=... PORT=3000 node app.js
 //
@@ -42,6 +43,12 @@ app.get('/hello', limited(async (req, res, db) => {
 app.get('/export', limited(async (req, res, db) => {
   await hit(req, db);
   return { exported: true };
+}));
+
+app.get('/slow', limited(async (req, res, db) => {
+  await hit(req, db);
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  return { slow: true };
 }));
 
 app.get('/fail', limited(async (req, res, db) => {

@@ -4,8 +4,8 @@
 and CREATE TABLE hits (who text NOT NULL, path text NOT NULL);).
 The key is the X-User header when present, else the client address: a
 stand-in for an authenticated user id (never trust such a header from the
-open Internet).  /export costs 2 tokens; /fail writes, then raises, and its
-write and its tokens are rolled back.
+open Internet).  /export costs 2 tokens; /slow writes, then waits 2 seconds;
+/fail writes, then raises, and its write and its tokens are rolled back.
 
     PGHOST=... PGDATABASE=... PORT=5000 python3 app.py
 
@@ -13,6 +13,7 @@ PORT 0 (the default) picks a free port; the app prints the one it got.
 """
 
 import os
+import time
 
 from flask import Flask, g, request
 from psycopg_pool import ConnectionPool
@@ -48,6 +49,14 @@ def hello():
 def export():
     hit()
     return {"exported": True}
+
+
+@app.get("/slow")
+@limited
+def slow():
+    hit()
+    time.sleep(2)
+    return {"slow": True}
 
 
 @app.get("/fail")
