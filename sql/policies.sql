@@ -122,15 +122,33 @@ SELECT * FROM calls('block_m', 3, 'r');
 ROLLBACK;
 SELECT * FROM calls('block_t', 2, 'r');
 SELECT * FROM calls('block_m', 2, 'r');
--- so does the error of throws => true (and of rl_enforce in a trigger):
--- the key is refused, and not blocked
+-- the error of throws => true (and of rl_enforce in a trigger) would roll
+-- a block back: such a call is refused and blocks nothing, on either
+-- store, and neither its hint nor rl_stats announces a block (the hint
+-- gives the refusal's own wait: one token in 30 minutes, not 10 + 30)
+SELECT blocks AS blocks_t FROM rl_stats
+WHERE datname = current_database() AND name = 'block_t' \gset
+SELECT blocks AS blocks_m FROM rl_stats
+WHERE datname = current_database() AND name = 'block_m' \gset
 BEGIN;
 SELECT ok FROM rl_limit('block_t', 'e', 2);
+SELECT ok FROM rl_limit('block_m', 'e', 2);
 SAVEPOINT s;
 SELECT ok FROM rl_limit('block_t', 'e', throws => true);
 ROLLBACK TO SAVEPOINT s;
+SELECT ok FROM rl_limit('block_m', 'e', throws => true);
+ROLLBACK TO SAVEPOINT s;
+SELECT ok FROM rl_check('block_t', 'e', throws => true);
+ROLLBACK TO SAVEPOINT s;
+SELECT * FROM rl_limit_all(ARRAY['block_t'], ARRAY['e'], ARRAY[1], throws => true);
+ROLLBACK TO SAVEPOINT s;
 SELECT value, ts FROM rl_value('block_t', 'e');
 COMMIT;
+SELECT value, ts FROM rl_value('block_m', 'e');
+SELECT name, blocks - CASE name WHEN 'block_t' THEN :blocks_t ELSE :blocks_m END
+	AS new_blocks
+FROM rl_stats WHERE datname = current_database() AND name IN ('block_t', 'block_m')
+ORDER BY name;
 
 -- rl_limit_all: the limit that refused blocks its key, the others nothing;
 -- the answer names it with the block's retry_after
@@ -140,10 +158,33 @@ SELECT * FROM rl_limit_all(ARRAY['plain', 'block_t'], ARRAY['a', 'a'], ARRAY[1, 
 SELECT value FROM rl_value('plain', 'a');
 SELECT value, ts FROM rl_value('block_t', 'a');
 
--- rl_check only looks: it never blocks
+-- a refused rl_check blocks the key too, as a refused rl_limit does: with
+-- a check before each attempt and a take on each failure, the check after
+-- the last failure is the refused attempt (10 minutes' block, then 30 for
+-- a token)
 SELECT ok FROM rl_limit('block_t', 'c', 2);
+SELECT ok FROM rl_limit('block_m', 'c', 2);
 SELECT ok, retry_after FROM rl_check('block_t', 'c');
+SELECT ok, retry_after FROM rl_check('block_m', 'c');
 SELECT value, ts FROM rl_value('block_t', 'c');
+SELECT value, ts FROM rl_value('block_m', 'c');
+-- a check during the block does not lengthen it
+SET ratelimit.now_override = '2026-01-01 00:05:00+00';
+SELECT ok, retry_after FROM rl_check('block_t', 'c');
+SELECT ok, retry_after FROM rl_check('block_m', 'c');
+SELECT value, ts FROM rl_value('block_t', 'c');
+SELECT value, ts FROM rl_value('block_m', 'c');
+-- in a read-only transaction a check on the table store only refuses (it
+-- cannot write the block); on the memory store it blocks
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SELECT ok FROM rl_limit('block_t', 'ro', 2);
+SELECT ok FROM rl_limit('block_m', 'ro', 2);
+BEGIN READ ONLY;
+SELECT ok, retry_after FROM rl_check('block_t', 'ro');
+SELECT ok, retry_after FROM rl_check('block_m', 'ro');
+COMMIT;
+SELECT value, ts FROM rl_value('block_t', 'ro');
+SELECT value, ts FROM rl_value('block_m', 'ro');
 
 -- shadow and block_for together: shadow mode refuses nothing, so it
 -- blocks nothing

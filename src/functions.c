@@ -322,14 +322,11 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	if (consuming)
 		require_writable(&target, "rl_limit()");
 	if (consuming && wait > 0)
-		rl_consume_waiting(&target, count, reserve, wait, &answer);
+		rl_consume_waiting(&target, count, reserve, wait, !throws, &answer);
 	else if (consuming)
-		rl_consume(&target, count, reserve, &answer);
+		rl_consume(&target, count, reserve, !throws, &answer);
 	else
-	{
-		rl_target_check_count(&target, count, reserve);
-		rl_peek(&target, count, reserve, &answer);
-	}
+		rl_check_call(&target, count, reserve, !throws, &answer);
 	rl_storage_end();
 
 	add_jitter(&target, jitter, &answer);
@@ -614,7 +611,7 @@ rl_limit_all(PG_FUNCTION_ARGS)
 	}
 	for (int i = 0; i < n; i++)
 		require_writable(&targets[i], "rl_limit_all()");
-	refused = rl_consume_all(targets, counts, n, reserve, answers);
+	refused = rl_consume_all(targets, counts, n, reserve, !throws, answers);
 	rl_storage_end();
 
 	if (refused >= 0)

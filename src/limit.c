@@ -15,6 +15,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
@@ -117,13 +118,13 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
  * Consume count tokens from a limit whose policy is known, refusing a
  * count it can never grant, and count the call in its statistics.  final:
  * the answer is the call's own (granted, refused, or an error, whatever
- * raised it), and a refusal blocks its key under block_for.  Otherwise
- * (a waiting call's try, wait.c) only a grant or an error is the call's
- * answer: a refusal is neither counted nor blocks.
+ * raised it), and a refusal blocks its key under block_for when blocks.
+ * Otherwise (a waiting call's try, wait.c) only a grant or an error is the
+ * call's answer: a refusal is neither counted nor blocks.
  */
 static void
 consume_counted(RlTarget *target, double count, bool reserve, bool final,
-				RlAnswer *answer)
+				bool blocks, RlAnswer *answer)
 {
 	RlStatsCall call = {{0}};
 	RlStatsCall *callp = &call;
@@ -133,7 +134,7 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 		rl_target_check_count(target, count, reserve);
 		target->store->consume(target, count, reserve, answer);
 		apply_shadow(target, answer);
-		if (final)
+		if (final && blocks)
 			apply_block(target, count, reserve, answer);
 		return;
 	}
@@ -143,7 +144,7 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 		rl_target_check_count(target, count, reserve);
 		target->store->consume(target, count, reserve, answer);
 		apply_shadow(target, answer);
-		if (final)
+		if (final && blocks)
 			apply_block(target, count, reserve, answer);
 	}
 	PG_CATCH();
@@ -158,11 +159,35 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 		rl_stats_attribute(NULL);
 }
 
-/* Consume count tokens from a limit: the call's answer (consume_counted). */
+/*
+ * Consume count tokens from a limit: the call's answer (consume_counted).
+ * blocks: false for a call that raises its refusal (throws => true,
+ * rl_enforce), whose error would roll a block back: it then blocks
+ * nothing, and its answer announces no block.
+ */
 void
-rl_consume(RlTarget *target, double count, bool reserve, RlAnswer *answer)
+rl_consume(RlTarget *target, double count, bool reserve, bool blocks,
+		   RlAnswer *answer)
 {
-	consume_counted(target, count, reserve, true, answer);
+	consume_counted(target, count, reserve, true, blocks, answer);
+}
+
+/*
+ * rl_check: what rl_consume would answer, taking nothing.  A refusal of a
+ * limit with block_for blocks the key, as a refused consuming call does:
+ * in the check-then-consume pattern the attempt a check refuses is the
+ * offence.  Not when blocks is false (as rl_consume), nor in a read-only
+ * transaction whose limit's store writes a table, which the check only
+ * answers.
+ */
+void
+rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
+			  RlAnswer *answer)
+{
+	rl_target_check_count(target, count, reserve);
+	rl_peek(target, count, reserve, answer);
+	if (blocks && !(XactReadOnly && target->store->writes_table))
+		apply_block(target, count, reserve, answer);
 }
 
 /*
@@ -173,7 +198,7 @@ void
 rl_consume_try(RlTarget *target, double count, bool reserve,
 			   RlAnswer *answer)
 {
-	consume_counted(target, count, reserve, false, answer);
+	consume_counted(target, count, reserve, false, false, answer);
 }
 
 /*
@@ -296,6 +321,7 @@ typedef struct AllCall
 	const int  *order;			/* canonical order */
 	RlStatsCall *calls;			/* NULL: statistics not tracked */
 	RlHeld	   *held;
+	bool		blocks;			/* a refusal blocks under block_for */
 } AllCall;
 
 static int	block_all(AllCall *call);
@@ -461,7 +487,7 @@ consume_all(AllCall *call)
 			nheld[s] = decide_store(call, rl_stores[s], &refused);
 		write_stores(call, nheld, refused < 0);
 	}
-	if (refused >= 0)
+	if (refused >= 0 && call->blocks)
 		refused = block_all(call);
 	for (int i = 0; i < n; i++)
 		if (call->first[i] != i)
@@ -555,7 +581,7 @@ rl_reset_key(RlTarget *target, HeapTupleHeader config)
  */
 int
 rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
-			   RlAnswer *answers)
+			   bool blocks, RlAnswer *answers)
 {
 	int		   *order = palloc(sizeof(int) * n);
 	int		   *first = palloc(sizeof(int) * n);	/* index merged into */
@@ -585,6 +611,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	call.order = order;
 	call.calls = NULL;
 	call.held = palloc0(sizeof(RlHeld) * n);
+	call.blocks = blocks;
 	if (!rl_stats_tracking())
 		return consume_all(&call);
 	call.calls = palloc0(sizeof(RlStatsCall) * n);

@@ -26,7 +26,9 @@
 #define RL_MAX_LIMITS_PER_CALL	1000
 
 extern void rl_consume(RlTarget *target, double count, bool reserve,
-					   RlAnswer *answer);
+					   bool blocks, RlAnswer *answer);
+extern void rl_check_call(RlTarget *target, double count, bool reserve,
+						  bool blocks, RlAnswer *answer);
 extern void rl_consume_try(RlTarget *target, double count, bool reserve,
 						   RlAnswer *answer);
 extern bool rl_wait_can_grant(const RlTarget *target, double count,
@@ -42,6 +44,6 @@ extern RlState rl_adjust(RlTarget *target, RlAdjustment kind, double amount,
 						 int64 duration);
 extern void rl_reset_key(RlTarget *target, HeapTupleHeader config);
 extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
-						   bool reserve, RlAnswer *answers);
+						   bool reserve, bool blocks, RlAnswer *answers);
 
 #endif							/* RATELIMIT_LIMIT_H */

@@ -756,7 +756,7 @@ rl_enforce(PG_FUNCTION_ARGS)
 	rl_storage_begin_writing(get_func_namespace(fcinfo->flinfo->fn_oid),
 							 "rl_enforce()");
 	rl_target_resolve(&target, NULL);
-	rl_consume(&target, count, false, &answer);
+	rl_consume(&target, count, false, false, &answer);
 	rl_storage_end();
 
 	if (!answer.ok)

@@ -146,7 +146,7 @@ try_in_subtransaction(RlTarget *target, double count, bool reserve,
  */
 void
 rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
-				   RlAnswer *answer)
+				   bool blocks, RlAnswer *answer)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	TimestampTz deadline = start + wait;
@@ -190,5 +190,5 @@ rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
 		sleep_until(until);
 	}
 	/* no use waiting: the call's own answer (counted, blocking) */
-	rl_consume(target, count, reserve, answer);
+	rl_consume(target, count, reserve, blocks, answer);
 }

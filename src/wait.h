@@ -12,6 +12,6 @@
 #include "limit.h"
 
 extern void rl_consume_waiting(RlTarget *target, double count, bool reserve,
-							   int64 wait, RlAnswer *answer);
+							   int64 wait, bool blocks, RlAnswer *answer);
 
 #endif							/* RATELIMIT_WAIT_H */
