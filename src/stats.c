@@ -4,7 +4,8 @@
  *	  Per-limit statistics: cumulative counters in shared memory, one entry
  *	  per (database, limit name), read through the view rl_stats.
  *
- * Where the counters live depends on how the library was loaded:
+ * Where the counters live depends on how the library was loaded (shmem.c
+ * makes, finds and dumps the table, as it does the memory store):
  *
  * - shared_preload_libraries = 'ratelimit' (any major): in the main shared
  *   memory segment, sized at postmaster start.  The postmaster writes them
