@@ -109,7 +109,7 @@ static void
 store_area_init(void *ptr, int32 max_keys, int tranche, bool in_dsm)
 {
 	mem_store_init(ptr, max_keys, tranche);
-	/* nothing was saved in the DSM registry: every start is one after a crash */
+	/* nothing was saved in the DSM registry: every start is after a crash */
 	if (in_dsm)
 		mem_start_after_crash(ptr);
 }

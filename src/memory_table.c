@@ -289,7 +289,7 @@ judge_fits(MemShared *s, const MemJudge *judge, const MemEntry *e)
  */
 uint64
 mem_partition_drop(MemShared *s, int partition, MemDropTest drop, void *arg,
-			   uint64 max)
+				   uint64 max)
 {
 	int32	   *buckets = mem_buckets(s);
 	MemEntry   *entries = mem_entries(s);
@@ -341,7 +341,7 @@ partition_sweep(MemShared *s, int partition, TimestampTz now,
 	MemSweep	sweep = {now, judge};
 
 	return (int) mem_partition_drop(s, partition, sweep_drops, &sweep,
-								PG_UINT64_MAX);
+									PG_UINT64_MAX);
 }
 
 /*
@@ -464,7 +464,7 @@ mem_forget_held(void)
  */
 void
 mem_missing_state(MemShared *s, const RlPolicy *policy, int64 origin,
-			  TimestampTz now, RlState *state)
+				  TimestampTz now, RlState *state)
 {
 	TimestampTz at = s->empty_since != 0 && s->empty_since < now ?
 		s->empty_since : now;
@@ -668,7 +668,7 @@ mem_hold_note(MemEntry *e, const RlPolicy *policy, TimestampTz at, bool first)
  */
 MemEntry *
 mem_entry_pin(MemShared *s, const RlMemoryKey *k, const RlPolicy *policy,
-		  int64 origin, TimestampTz now, uint64 epoch)
+			  int64 origin, TimestampTz now, uint64 epoch)
 {
 	MemEntry   *e = mem_entry_find(s, k->id, k->bucket, NULL);
 	MemJudge	judge = {k, policy, epoch};
