@@ -4,7 +4,8 @@
  *	  Per-limit statistics: cumulative counters in shared memory, one entry
  *	  per (database, limit name), read through the view rl_stats.
  *
- * Where the counters live depends on how the library was loaded:
+ * Where the counters live depends on how the library was loaded (shmem.c
+ * makes, finds and dumps the table, as it does the memory store):
  *
  * - shared_preload_libraries = 'ratelimit' (any major): in the main shared
  *   memory segment, sized at postmaster start.  The postmaster writes them
@@ -69,6 +70,7 @@
 #include "compat.h"
 #include "names.h"
 #include "memory.h"
+#include "shmem.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(rl_stats_rows);
@@ -106,24 +108,9 @@ typedef struct RlStatsShared
 	TimestampTz stats_reset;
 } RlStatsShared;
 
-/* Where the counters live (see the top of the file). */
-typedef enum RlStatsStorage
-{
-	STATS_NONE,
-	STATS_SHMEM,
-	STATS_DSM
-} RlStatsStorage;
-
-static const char *const storage_names[] = {
-	[STATS_NONE] = "unavailable",
-	[STATS_SHMEM] = "shared memory",
-	[STATS_DSM] = "dsm registry",
-};
-
 static bool track_stats = true;
 static int	stats_max_names = 1000;
 
-static RlStatsStorage storage = STATS_NONE;
 static RlStatsShared *shared = NULL;
 static bool notice_given = false;
 
@@ -131,9 +118,6 @@ static bool notice_given = false;
 static RlStatsCall *attributed = NULL;
 static bool waiting = false;
 static instr_time wait_start;
-
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 static int32 *
 table_slots(RlStatsShared *s)
@@ -252,46 +236,33 @@ table_restore(RlStatsShared *s, const RlStatsEntry *saved)
 		table_entries(s)[e] = *saved;
 }
 
-/*
- * Write the table to the dump file: the postmaster, exiting normally (code
- * 0) after a smart, fast or immediate shutdown.  After a crash it runs this
- * with code 1, before it reinitialises shared memory or exits, and nothing
- * is written.  Every backend is gone by then, so no lock is needed.
- */
-static void
-stats_shmem_shutdown(int code, Datum arg)
+/* The dump file's contents (rl_shmem_write_file's writer). */
+static bool
+write_table(FILE *file, void *arg)
 {
-	FILE	   *file;
+	RlStatsShared *s = arg;
 	uint32		header[3] = {STATS_FILE_MAGIC, RL_STAT_COUNT, sizeof(RlStatsEntry)};
 
-	if (code != 0 || shared == NULL)
-		return;
-	file = AllocateFile(STATS_DUMP_FILE ".tmp", PG_BINARY_W);
-	if (file == NULL)
-		goto error;
-	if (fwrite(header, sizeof(header), 1, file) != 1 ||
-		fwrite(&shared->untracked_calls, sizeof(int64), 1, file) != 1 ||
-		fwrite(&shared->stats_reset, sizeof(TimestampTz), 1, file) != 1 ||
-		fwrite(&shared->used, sizeof(int32), 1, file) != 1 ||
-		(shared->used > 0 &&
-		 fwrite(table_entries(shared), sizeof(RlStatsEntry), shared->used,
-				file) != (size_t) shared->used))
-		goto error;
-	if (FreeFile(file))
-	{
-		file = NULL;
-		goto error;
-	}
-	(void) durable_rename(STATS_DUMP_FILE ".tmp", STATS_DUMP_FILE, LOG);
-	return;
+	return fwrite(header, sizeof(header), 1, file) == 1 &&
+		fwrite(&s->untracked_calls, sizeof(int64), 1, file) == 1 &&
+		fwrite(&s->stats_reset, sizeof(TimestampTz), 1, file) == 1 &&
+		fwrite(&s->used, sizeof(int32), 1, file) == 1 &&
+		(s->used == 0 ||
+		 fwrite(table_entries(s), sizeof(RlStatsEntry), s->used,
+				file) == (size_t) s->used);
+}
 
-error:
-	ereport(LOG,
-			(errcode_for_file_access(),
-			 errmsg("could not write file \"%s\": %m", STATS_DUMP_FILE ".tmp")));
-	if (file)
-		FreeFile(file);
-	unlink(STATS_DUMP_FILE ".tmp");
+/*
+ * Write the table to the dump file: the postmaster, exiting normally (code
+ * 0) after a smart, fast or immediate shutdown (shmem.c).  After a crash
+ * it exits with code 1, before it reinitialises shared memory or exits,
+ * and nothing is written.  Every backend is gone by then, so no lock is
+ * needed.
+ */
+static void
+stats_dump(void *ptr)
+{
+	(void) rl_shmem_write_file(STATS_DUMP_FILE, write_table, ptr);
 }
 
 /*
@@ -299,8 +270,9 @@ error:
  * that a crash later never brings back counters older than the crash.
  */
 static void
-stats_load(RlStatsShared *s)
+stats_load(void *ptr)
 {
+	RlStatsShared *s = ptr;
 	FILE	   *file = AllocateFile(STATS_DUMP_FILE, PG_BINARY_R);
 	uint32		header[3];
 	int64		untracked;
@@ -352,82 +324,37 @@ done:
 	unlink(STATS_DUMP_FILE);
 }
 
-/* shmem_request_hook: room for the table in the main segment. */
+/* A new table (shmem.c): counting from now. */
 static void
-stats_shmem_request(void)
+table_area_init(void *ptr, int32 max_names, int tranche, bool in_dsm)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(table_size(stats_max_names));
+	table_init(ptr, max_names);
 }
 
 /*
- * shmem_startup_hook: the table, created and filled from the dump file in
- * the postmaster (at start and after a crash), found in other processes.
+ * The table in shared memory, sized by ratelimit.stats_max_names.  In the
+ * main segment it is filled from the dump file when the postmaster makes
+ * it (at start and after a crash).  Without preloading, its size is fixed
+ * by the first backend that creates it: ratelimit.stats_max_names can
+ * differ in a backend started after a reload (shmem.c).
  */
-static void
-stats_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	shared = ShmemInitStruct("ratelimit statistics",
-							 table_size(stats_max_names), &found);
-	if (!found)
-		table_init(shared, stats_max_names);
-	LWLockRelease(AddinShmemInitLock);
-	if (!IsUnderPostmaster)
-	{
-		on_shmem_exit(stats_shmem_shutdown, (Datum) 0);
-		if (!found)
-			stats_load(shared);
-	}
-}
-
-#ifdef COMPAT_HAS_DSM_REGISTRY
-/*
- * Without preloading, the table's size is fixed by the first backend that
- * creates it, in a segment of its own: ratelimit.stats_max_names can
- * differ in a backend started after a reload, and every backend must ask
- * for the size the table segment has.
- */
-static int32 dsm_max_names;
-
-static void
-init_dsm_size(void *ptr)
-{
-	*(int32 *) ptr = stats_max_names;
-}
-
-static void
-init_dsm_table(void *ptr)
-{
-	table_init(ptr, dsm_max_names);
-}
-#endif
+static RlShmemArea table_area = {
+	.name = "ratelimit statistics",
+	.dsm_name = STATS_DSM_NAME,
+	.dsm_size_name = STATS_DSM_SIZE_NAME,
+	.size_setting = &stats_max_names,
+	.size = table_size,
+	.init = table_area_init,
+	.postmaster_start = stats_load,
+	.dump = stats_dump,
+	.attached = (void **) &shared,
+};
 
 /* The table, attached if needed; NULL when statistics are unavailable. */
 static RlStatsShared *
 stats_table(void)
 {
-#ifdef COMPAT_HAS_DSM_REGISTRY
-	if (shared == NULL && storage == STATS_DSM)
-	{
-		bool		found;
-		int32	   *size;
-
-		size = compat_get_named_dsm_segment(STATS_DSM_SIZE_NAME,
-											sizeof(int32), init_dsm_size,
-											&found);
-		dsm_max_names = *size;
-		shared = compat_get_named_dsm_segment(STATS_DSM_NAME,
-											  table_size(dsm_max_names),
-											  init_dsm_table, &found);
-	}
-#endif
-	return shared;
+	return rl_shmem_attach(&table_area);
 }
 
 /* Define the settings and find where the counters live; from _PG_init. */
@@ -454,25 +381,14 @@ rl_stats_init(void)
 							0,
 							NULL, NULL, NULL);
 
-	if (process_shared_preload_libraries_in_progress)
-	{
-		storage = STATS_SHMEM;
-		prev_shmem_request_hook = shmem_request_hook;
-		shmem_request_hook = stats_shmem_request;
-		prev_shmem_startup_hook = shmem_startup_hook;
-		shmem_startup_hook = stats_shmem_startup;
-	}
-#ifdef COMPAT_HAS_DSM_REGISTRY
-	else
-		storage = STATS_DSM;
-#endif
+	rl_shmem_register(&table_area);
 }
 
 /* Whether calls are being counted. */
 bool
 rl_stats_tracking(void)
 {
-	return track_stats && storage != STATS_NONE;
+	return track_stats && rl_shmem_storage() != RL_SHMEM_NONE;
 }
 
 /*
@@ -684,7 +600,8 @@ rl_stats_info(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = CStringGetTextDatum(storage_names[s ? storage : STATS_NONE]);
+	values[0] = CStringGetTextDatum(rl_shmem_storage_name(s ? rl_shmem_storage() :
+															 RL_SHMEM_NONE));
 	if (s != NULL)
 	{
 		SpinLockAcquire(&s->mutex);
