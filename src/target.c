@@ -63,10 +63,18 @@ rl_target_init(RlTarget *target, text *name, text *key)
 	target->key = key;
 }
 
-/* The window phase of a target whose policy is known. */
+/*
+ * The window phase of a target whose policy is known (none for a
+ * concurrency limit, which has no window: rl_reset resolves one).
+ */
 static void
 set_origin(RlTarget *target)
 {
+	if (RL_KIND_IS_CONCURRENCY(target->policy.kind))
+	{
+		target->origin = 0;
+		return;
+	}
 	target->origin = rl_window_origin(&target->policy,
 									  VARDATA_ANY(target->label),
 									  VARSIZE_ANY_EXHDR(target->label),
@@ -84,7 +92,7 @@ set_origin(RlTarget *target)
  * rl_gc and the memory store judge the key under the same merged policy.
  */
 static void
-apply_override(RlTarget *target)
+apply_override(RlTarget *target, bool lenient)
 {
 	RlPolicy	p = target->policy;
 	const char *problem;
@@ -94,6 +102,8 @@ apply_override(RlTarget *target)
 		!rl_override_lookup(target->label, target->key, &p))
 		return;
 	problem = rl_policy_problem(&p);
+	if (problem && lenient)
+		return;
 	if (problem)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -121,7 +131,7 @@ rl_key_policy(text *name, text *key, RlPolicy *policy)
 	target.key_is_null = VARSIZE_ANY_EXHDR(key) == 0;
 	target.defined = true;
 	target.policy = *policy;
-	apply_override(&target);
+	apply_override(&target, false);
 	*policy = target.policy;
 	return true;
 }
@@ -130,12 +140,14 @@ rl_key_policy(text *name, text *key, RlPolicy *policy)
  * Find the policy: the stored definition, or the inline config (NULL for
  * none) for a name that has none; an inline config's state is its own
  * (rl_inline_row_name); an overridden key's policy has its override in
- * (apply_override).  missing_ok: false, changing nothing else, for a name
- * with no definition and no config.
+ * (apply_override).  for_reset (rl_reset, which only forgets state): false,
+ * changing nothing else, for a name with no definition and no config; a
+ * concurrency limit, and a key whose override its definition no longer
+ * admits, are not refused (the override is left out).
  * Needs rl_storage_begin.
  */
 static bool
-resolve(RlTarget *target, HeapTupleHeader config, bool missing_ok)
+resolve(RlTarget *target, HeapTupleHeader config, bool for_reset)
 {
 	bool		defined;
 
@@ -154,7 +166,7 @@ resolve(RlTarget *target, HeapTupleHeader config, bool missing_ok)
 		rl_policy_from_composite(config, &target->policy);
 		rl_store_of(&target->policy)->check_use(true);
 	}
-	else if (!defined && missing_ok)
+	else if (!defined && for_reset)
 		return false;
 	else if (!defined)
 		ereport(ERROR,
@@ -162,11 +174,12 @@ resolve(RlTarget *target, HeapTupleHeader config, bool missing_ok)
 				 errmsg("rate limit \"%s\" does not exist",
 						text_to_cstring(target->label)),
 				 errhint("Define it with rl_define(), or pass an inline config.")));
-	rl_target_require_rate(target);
+	if (!for_reset)
+		rl_target_require_rate(target);
 	if (config != NULL)
 		target->name = rl_inline_row_name(target->label, &target->policy);
 	else
-		apply_override(target);
+		apply_override(target, for_reset);
 	set_origin(target);
 	target->store = rl_store_of(&target->policy);
 	return true;
@@ -291,7 +304,7 @@ reread(RlTarget *target, bool store_may_change, bool new_epoch)
 				 errhint("Retry the transaction.")));
 	target->policy = current;
 	rl_target_require_rate(target);
-	apply_override(target);
+	apply_override(target, false);
 	set_origin(target);
 	target->store = rl_store_of(&target->policy);
 }
