@@ -12,12 +12,12 @@
  *     OPTIONS (p0 'host=10.0.0.1 dbname=app', p1 'host=10.0.0.2 dbname=app', ...);
  *   CREATE USER MAPPING FOR PUBLIC SERVER ratelimit OPTIONS (user 'app');
  *
- * rl_limit, rl_check, rl_value and rl_reset have the extension's
- * signatures and return types, and run on the partition chosen by a hash
- * of the key's text form (of the name, for the NULL key), so 42 and '42'
- * still name one key.  rl_define, rl_undefine and rl_gc run on every
- * partition and return a row per partition.  The policy constructors run
- * on any partition.
+ * rl_limit (with its wait), rl_check, rl_value and rl_reset have the
+ * extension's signatures and return types, and run on the partition chosen
+ * by a hash of the key's text form (of the name, for the NULL key), so 42
+ * and '42' still name one key.  rl_define, rl_undefine, rl_override,
+ * rl_unoverride and rl_gc run on every partition and return a row per
+ * partition.  The policy constructors run on any partition.
  *
  * The transaction contract differs from the extension's: each routed call
  * commits on its partition at once, whatever the caller's transaction does
@@ -78,13 +78,13 @@ BEGIN
 			CREATE FUNCTION rl_limit(name text, key %1$s%2$s,
 				count float8 DEFAULT 1, reserve boolean DEFAULT false,
 				throws boolean DEFAULT false, config rl_policy DEFAULT NULL,
-				jitter boolean DEFAULT false)
+				jitter boolean DEFAULT false, wait interval DEFAULT NULL)
 			RETURNS rl_result LANGUAGE plproxy AS $b$
 				CLUSTER 'ratelimit';
 				RUN ON rl_route(name, key::text);
 			$b$;
-			COMMENT ON FUNCTION rl_limit(text, %1$s, float8, boolean, boolean, rl_policy, boolean) IS
-				'routed to the key''s partition: consume count tokens there, committed at once (a rollback here does not return them)';
+			COMMENT ON FUNCTION rl_limit(text, %1$s, float8, boolean, boolean, rl_policy, boolean, interval) IS
+				'routed to the key''s partition: consume count tokens there, committed at once (a rollback here does not return them); wait: the partition sleeps until granted when retry_after is at most wait';
 			CREATE FUNCTION rl_check(name text, key %1$s%2$s,
 				count float8 DEFAULT 1, reserve boolean DEFAULT false,
 				throws boolean DEFAULT false, config rl_policy DEFAULT NULL,
@@ -140,6 +140,28 @@ $$;
 COMMENT ON FUNCTION rl_undefine(text) IS
 	'drop a named rate limit and its state on every partition; a row per partition';
 
+-- An override lives on every partition, as a definition does: the key's
+-- partition is the one that reads it, and it stays right when changing
+-- the partition count moves the key.
+CREATE FUNCTION rl_override(name text, key text, rate float8,
+	period interval DEFAULT NULL, capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL)
+RETURNS SETOF boolean LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+	SELECT true AS rl_override FROM rl_override(name, key, rate, period, capacity, max_reserved);
+$$;
+COMMENT ON FUNCTION rl_override(text, text, float8, interval, float8, float8) IS
+	'create or replace the override of one key of a named rate limit on every partition; a row per partition';
+
+CREATE FUNCTION rl_unoverride(name text, key text)
+RETURNS SETOF boolean LANGUAGE plproxy STRICT AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+$$;
+COMMENT ON FUNCTION rl_unoverride(text, text) IS
+	'drop the override of one key on every partition; a row per partition, false where it had none';
+
 CREATE FUNCTION rl_gc(max_rows integer DEFAULT 10000)
 RETURNS SETOF bigint LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
@@ -170,10 +192,21 @@ $$;
 COMMENT ON FUNCTION rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) IS
 	'an inline fixed window policy, checked by a partition';
 
+CREATE FUNCTION rl_sliding_window(rate float8, period interval,
+	start timestamptz DEFAULT NULL, storage text DEFAULT 'table')
+RETURNS rl_policy LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ANY;
+$$;
+COMMENT ON FUNCTION rl_sliding_window(float8, interval, timestamptz, text) IS
+	'an inline sliding window policy, checked by a partition';
+
 -- As in the extension: applications consume, check and read; the
 -- administrative functions stay with the owner until granted.
 REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_undefine(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_override(text, text, float8, interval, float8, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_unoverride(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_gc(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_reset(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_reset(text, bigint) FROM PUBLIC;

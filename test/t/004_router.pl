@@ -1,8 +1,10 @@
 # Scale-out with PL/Proxy: one proxy and four partition servers, each
 # partition with ratelimit, the proxy with router/ratelimit_router.sql.
 # Keys spread over every partition, per-key limits hold exactly through
-# the router, definitions reach every partition, and a stopped partition
-# fails its keys' calls with an error while the others keep serving.
+# the router, definitions and overrides reach every partition, a key's
+# override, sliding window and wait act on its partition, and a stopped
+# partition fails its keys' calls with an error while the others keep
+# serving.
 use strict;
 use warnings;
 
@@ -35,6 +37,37 @@ shared_preload_libraries = 'ratelimit'
 my $proxy = PostgreSQL::Test::Cluster->new('proxy');
 $proxy->init;
 $proxy->start;
+
+# A query's output, or its error: a function the router lacks fails its
+# own check, not the whole test.
+sub query
+{
+	my ($node, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', $sql);
+	return $ret == 0 ? $out : "ERROR: $err";
+}
+
+# The partition rl_route sends (name, key) to.
+sub home
+{
+	my ($name, $key) = @_;
+	return $proxy->safe_psql('postgres',
+		"SELECT rl_route('$name', '$key') & ($nparts - 1)");
+}
+
+# What $sql answers on each partition, joined by ' | '.
+sub on_each
+{
+	my ($sql) = @_;
+	return join(' | ', map { $_->safe_psql('postgres', $sql) } @parts);
+}
+
+# What on_each answers when only partition $home holds $there.
+sub only_on
+{
+	my ($home, $there, $elsewhere) = @_;
+	return join(' | ', map { $_ == $home ? $there : $elsewhere } 0 .. $nparts - 1);
+}
 
 my ($ret, $err) = configure_router($proxy, \@parts);
 is($ret, 0, 'the router script runs on the proxy') or diag($err);
@@ -125,6 +158,42 @@ is( join(' ',
 	join(' ', map { $_ == $home ? 2 : 0 } 0 .. $nparts - 1),
 	'the memory state of key k is on its partition only');
 
+# Per-key overrides go to every partition; the key's own partition
+# applies it.
+is(query($proxy, q{SELECT count(*) FROM rl_override('api', 'vip', 8)}),
+	$nparts, 'rl_override answers once per partition');
+is(on_each(q{SELECT string_agg(name || ':' || key || ':' || rate || '/' || capacity, ' ') FROM rl_overrides}),
+	join(' | ', ('api:vip:8/8') x $nparts), 'every partition has the override');
+is(query($proxy, q{
+	SELECT count(*) FILTER (WHERE (rl_limit('api', 'vip')).ok) FROM generate_series(1, 10)}),
+	'8', 'the overridden key is granted its own capacity of 8 through the router');
+my $vip = home('api', 'vip');
+is(on_each(q{SELECT coalesce(string_agg(capacity || ':' || value, ','), '-') FROM rl_status WHERE name = 'api' AND key = 'vip'}),
+	only_on($vip, '8:0', '-'), 'the overridden key is counted on its partition only');
+is(query($proxy, q{SELECT count(*) FILTER (WHERE r) FROM rl_unoverride('api', 'vip') r}),
+	$nparts, 'rl_unoverride answers true once per partition');
+is(on_each('SELECT count(*) FROM rl_overrides'),
+	join(' | ', ('0') x $nparts), 'no partition keeps the override');
+is(on_each(q{SELECT coalesce(string_agg(capacity || ':' || value, ','), '-') FROM rl_status WHERE name = 'api' AND key = 'vip'}),
+	only_on($vip, '5:0', '-'), 'the key follows the definition again, state kept');
+is(query($proxy, q{SELECT count(*) FILTER (WHERE NOT r) FROM rl_unoverride('api', 'vip') r}),
+	$nparts, 'a second rl_unoverride answers false once per partition');
+
+# Sliding windows: the constructor is the extension's, and the window
+# counts on the key's partition.
+is(query($proxy, q{SELECT rl_sliding_window(3, '1 hour', '2026-01-01', 'memory')}),
+	$parts[0]->safe_psql('postgres', q{SELECT rl_sliding_window(3, '1 hour', '2026-01-01', 'memory')}),
+	"rl_sliding_window through the router is the extension's");
+is(query($proxy, q{
+	SELECT ok FROM rl_limit('slide', 'k', config => rl_sliding_window(3, '1 hour'));
+	SELECT ok FROM rl_limit('slide', 'k', config => rl_sliding_window(3, '1 hour'));
+	SELECT ok FROM rl_limit('slide', 'k', config => rl_sliding_window(3, '1 hour'));
+	SELECT ok FROM rl_limit('slide', 'k', config => rl_sliding_window(3, '1 hour'));}),
+	"t\nt\nt\nf", 'an inline sliding window through the router: its rate exactly');
+is(on_each(q{SELECT coalesce(string_agg(kind || ':' || value, ','), '-') FROM rl_status WHERE name = 'slide'}),
+	only_on(home('slide', 'k'), 'sliding window:0', '-'),
+	'the sliding window of key k is on its partition only');
+
 # Fail closed: stop a partition; its keys' calls fail, the rest go on.
 my $victim = 2;
 my ($down_key, $up_key, $fresh_key) = split(/\|/, $proxy->safe_psql('postgres', qq{
@@ -146,6 +215,28 @@ is($proxy->safe_psql('postgres', qq{SELECT ok FROM rl_limit('api', $fresh_key)})
 $parts[$victim]->start;
 is($proxy->safe_psql('postgres', qq{SELECT ok FROM rl_check('api', $down_key)}),
 	'f', 'once the partition is back, its keys are served again, state intact');
+
+# rl_limit's wait goes through: on the real clock, a call for an empty key
+# sleeps on the key's partition until its token is back.
+for my $part (@parts)
+{
+	$part->safe_psql('postgres',
+		q{ALTER SYSTEM SET ratelimit.now_override = ''; SELECT pg_reload_conf()});
+	$part->poll_query_until('postgres',
+		q{SELECT current_setting('ratelimit.now_override') = ''})
+	  or die 'the clock stays pinned';
+}
+$proxy->safe_psql('postgres',
+	q{SELECT count(*) FROM rl_define('slow', 'token bucket', 1, '3 seconds')});
+is(query($proxy, q{
+	SELECT ok FROM rl_limit('slow', 'k');
+	SELECT ok FROM rl_limit('slow', 'k');
+	SELECT ok, clock_timestamp() - statement_timestamp() > '0.5 seconds'
+	FROM rl_limit('slow', 'k', wait => '30 seconds');}),
+	"t\nf\nt|t", 'a call with a wait sleeps until granted, through the router');
+is(on_each(q{SELECT coalesce(string_agg(calls || ':' || granted, ','), '-') FROM rl_stats WHERE name = 'slow'}),
+	only_on(home('slow', 'k'), '3:2', '-'),
+	"the key's partition counted the three calls, two granted");
 
 $_->stop for (@parts, $proxy);
 done_testing();
