@@ -1303,3 +1303,176 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.rl_stats_reset(text) IS
 	'zero the statistics of one limit name in this database; with NULL, forget every row of rl_stats (every database)';
 REVOKE ALL ON FUNCTION @extschema@.rl_stats_reset(text) FROM PUBLIC;
+
+-- Roles for the application and for migrations.  rl_grant_sets is the one
+-- list of what each set grants: 'app' (what an application calls),
+-- 'admin' (what a migration or an operator calls) and 'none' (neither:
+-- trigger functions, the tables, and these functions themselves).  Each
+-- function is named once, and its grant covers every overload.
+-- sql/privileges.sql fails if a member of the extension is missing here.
+CREATE VIEW @extschema@.rl_grant_sets (grant_set, object, privilege) AS
+VALUES
+	-- consume, check and read limits (also granted to PUBLIC)
+	('app', 'rl_limit', 'EXECUTE'),
+	('app', 'rl_check', 'EXECUTE'),
+	('app', 'rl_value', 'EXECUTE'),
+	('app', 'rl_limit_all', 'EXECUTE'),
+	('app', 'rl_headers', 'EXECUTE'),
+	('app', 'rl_enforce', 'EXECUTE'),
+	('app', 'rl_token_bucket', 'EXECUTE'),
+	('app', 'rl_fixed_window', 'EXECUTE'),
+	('app', 'rl_sliding_window', 'EXECUTE'),
+	('app', 'rl_acquire', 'EXECUTE'),
+	('app', 'rl_lease', 'EXECUTE'),
+	('app', 'rl_release', 'EXECUTE'),
+	('app', 'rl_key_hash', 'EXECUTE'),
+	('app', 'rl_now', 'EXECUTE'),
+	-- act on any key by any amount (not granted to PUBLIC)
+	('app', 'rl_refund', 'EXECUTE'),
+	('app', 'rl_penalize', 'EXECUTE'),
+	('app', 'rl_block', 'EXECUTE'),
+	('app', 'rl_reset', 'EXECUTE'),
+	-- define and drop limits and overrides, clean up, read every key
+	('admin', 'rl_define', 'EXECUTE'),
+	('admin', 'rl_define_concurrency', 'EXECUTE'),
+	('admin', 'rl_undefine', 'EXECUTE'),
+	('admin', 'rl_override', 'EXECUTE'),
+	('admin', 'rl_unoverride', 'EXECUTE'),
+	('admin', 'rl_gc', 'EXECUTE'),
+	('admin', 'rl_gc_memory', 'EXECUTE'),
+	('admin', 'rl_memory_forget', 'EXECUTE'),
+	('admin', 'rl_stats_reset', 'EXECUTE'),
+	('admin', 'rl_status', 'SELECT'),
+	('admin', 'rl_status_row', 'EXECUTE'),
+	('admin', 'rl_inline_policy', 'EXECUTE'),
+	('admin', 'rl_stats', 'SELECT'),
+	('admin', 'rl_stats_rows', 'EXECUTE'),
+	('admin', 'rl_stats_info', 'SELECT'),
+	('admin', 'rl_stats_info_row', 'EXECUTE'),
+	('admin', 'rl_permits', 'SELECT'),
+	('admin', 'rl_lease_status', 'SELECT'),
+	('admin', 'rl_grant_sets', 'SELECT'),
+	-- the triggers of rl_definitions and rl_overrides call these
+	('none', 'rl_definitions_changed', NULL),
+	('none', 'rl_definitions_guard', NULL),
+	-- written only through the functions above
+	('none', 'rate_limits', NULL),
+	('none', 'rl_definitions', NULL),
+	('none', 'rl_overrides', NULL),
+	('none', 'rl_leases', NULL),
+	-- granting them would let a role grant
+	('none', 'rl_grant_set', NULL),
+	('none', 'rl_grant_app', NULL),
+	('none', 'rl_grant_admin', NULL),
+	('none', 'rl_revoke_app', NULL),
+	('none', 'rl_revoke_admin', NULL);
+COMMENT ON VIEW @extschema@.rl_grant_sets IS
+	'what rl_grant_app (''app'') and rl_grant_admin (''admin'') grant, one row per function (every overload) or view; ''none'': the owner''s alone';
+REVOKE ALL ON @extschema@.rl_grant_sets FROM PUBLIC;
+
+-- Grant or revoke one set of rl_grant_sets.  Invoker's rights: the GRANTs
+-- are the caller's own, so only the extension's owner (or a superuser)
+-- gets past the check.  Members are found through pg_depend by name, so a
+-- renamed schema changes nothing.
+CREATE FUNCTION @extschema@.rl_grant_set(grant_set text, grantee regrole, revoke boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ext pg_catalog.pg_extension;
+	list pg_catalog.regclass;
+	target record;
+BEGIN
+	IF grantee IS NULL OR grantee::pg_catalog.oid OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN
+		RAISE EXCEPTION 'role must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	SELECT * INTO STRICT ext FROM pg_catalog.pg_extension e
+	WHERE e.extname OPERATOR(pg_catalog.=) 'ratelimit';
+	IF NOT pg_catalog.pg_has_role(ext.extowner, 'USAGE') THEN
+		RAISE EXCEPTION 'permission denied to % the % set of ratelimit',
+			CASE WHEN revoke THEN 'revoke' ELSE 'grant' END, grant_set
+			USING ERRCODE = 'insufficient_privilege',
+				DETAIL = pg_catalog.format('Only the owner of the extension (%s) or a superuser may.',
+					ext.extowner::pg_catalog.regrole);
+	END IF;
+	IF NOT revoke AND NOT pg_catalog.has_schema_privilege(grantee, ext.extnamespace, 'USAGE') THEN
+		EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO %s',
+			(SELECT n.nspname FROM pg_catalog.pg_namespace n
+			 WHERE n.oid OPERATOR(pg_catalog.=) ext.extnamespace), grantee);
+	END IF;
+	SELECT c.oid INTO STRICT list
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_depend d
+		ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+		AND d.objid OPERATOR(pg_catalog.=) c.oid
+	WHERE d.refobjid OPERATOR(pg_catalog.=) ext.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+		AND c.relname OPERATOR(pg_catalog.=) 'rl_grant_sets';
+	FOR target IN EXECUTE pg_catalog.format($q$
+		SELECT s.privilege, 'FUNCTION' AS kind, p.oid::pg_catalog.regprocedure::pg_catalog.text AS object
+		FROM %1$s s, pg_catalog.pg_proc p, pg_catalog.pg_depend d
+		WHERE s.grant_set OPERATOR(pg_catalog.=) $1
+			AND p.proname OPERATOR(pg_catalog.=) s.object
+			AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+			AND d.objid OPERATOR(pg_catalog.=) p.oid
+			AND d.refobjid OPERATOR(pg_catalog.=) $2 AND d.deptype OPERATOR(pg_catalog.=) 'e'
+		UNION ALL
+		SELECT s.privilege, 'TABLE', c.oid::pg_catalog.regclass::pg_catalog.text
+		FROM %1$s s, pg_catalog.pg_class c, pg_catalog.pg_depend d
+		WHERE s.grant_set OPERATOR(pg_catalog.=) $1
+			AND c.relname OPERATOR(pg_catalog.=) s.object
+			AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+			AND d.objid OPERATOR(pg_catalog.=) c.oid
+			AND d.refobjid OPERATOR(pg_catalog.=) $2 AND d.deptype OPERATOR(pg_catalog.=) 'e'
+		ORDER BY 2, 3$q$, list) USING grant_set, ext.oid
+	LOOP
+		EXECUTE pg_catalog.format('%s %s ON %s %s %s %s',
+			CASE WHEN revoke THEN 'REVOKE' ELSE 'GRANT' END,
+			target.privilege, target.kind, target.object,
+			CASE WHEN revoke THEN 'FROM' ELSE 'TO' END, grantee);
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rl_grant_set(text, regrole, boolean) IS
+	'grant (revoke false) or revoke one set of rl_grant_sets to or from a role; used by rl_grant_app, rl_grant_admin, rl_revoke_app and rl_revoke_admin';
+REVOKE ALL ON FUNCTION @extschema@.rl_grant_set(text, regrole, boolean) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_grant_app(role regrole)
+RETURNS void
+LANGUAGE sql VOLATILE
+BEGIN ATOMIC
+	SELECT @extschema@.rl_grant_set('app', role, false);
+END;
+COMMENT ON FUNCTION @extschema@.rl_grant_app(regrole) IS
+	'grant a role what an application calls: rl_limit, rl_check, rl_value, rl_limit_all, rl_headers, rl_refund, rl_penalize, rl_block, rl_reset, concurrency permits and leases (every overload; rl_grant_sets lists them); the extension''s owner or a superuser only';
+REVOKE ALL ON FUNCTION @extschema@.rl_grant_app(regrole) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_grant_admin(role regrole)
+RETURNS void
+LANGUAGE sql VOLATILE
+BEGIN ATOMIC
+	SELECT @extschema@.rl_grant_set('admin', role, false);
+END;
+COMMENT ON FUNCTION @extschema@.rl_grant_admin(regrole) IS
+	'grant a role what a migration or an operator calls: rl_define, rl_define_concurrency, rl_undefine, rl_override, rl_unoverride, rl_gc, rl_stats_reset and the views rl_status, rl_stats (rl_grant_sets lists them); the extension''s owner or a superuser only';
+REVOKE ALL ON FUNCTION @extschema@.rl_grant_admin(regrole) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_revoke_app(role regrole)
+RETURNS void
+LANGUAGE sql VOLATILE
+BEGIN ATOMIC
+	SELECT @extschema@.rl_grant_set('app', role, true);
+END;
+COMMENT ON FUNCTION @extschema@.rl_revoke_app(regrole) IS
+	'revoke from a role what rl_grant_app granted it (PUBLIC''s grants stay); the extension''s owner or a superuser only';
+REVOKE ALL ON FUNCTION @extschema@.rl_revoke_app(regrole) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_revoke_admin(role regrole)
+RETURNS void
+LANGUAGE sql VOLATILE
+BEGIN ATOMIC
+	SELECT @extschema@.rl_grant_set('admin', role, true);
+END;
+COMMENT ON FUNCTION @extschema@.rl_revoke_admin(regrole) IS
+	'revoke from a role what rl_grant_admin granted it; the extension''s owner or a superuser only';
+REVOKE ALL ON FUNCTION @extschema@.rl_revoke_admin(regrole) FROM PUBLIC;

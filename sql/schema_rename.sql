@@ -20,6 +20,17 @@ SELECT rl_reset('sr', 'old key');
 SELECT rl_define('sr', 'token bucket', 1, '1 hour', capacity => 4);
 SELECT ok, remaining FROM rl_limit('sr', 'old key');
 SELECT key, value FROM limits_b.rate_limits ORDER BY key;
+-- the grant sets find the renamed schema: USAGE on it, and every function
+CREATE ROLE regress_ratelimit_sr;
+SELECT rl_grant_app('regress_ratelimit_sr');
+SELECT has_schema_privilege('regress_ratelimit_sr', 'limits_b', 'USAGE') AS usage,
+       has_function_privilege('regress_ratelimit_sr',
+         'limits_b.rl_refund(text, text, float8, limits_b.rl_policy)', 'EXECUTE') AS refund;
+SELECT rl_revoke_app('regress_ratelimit_sr');
+SELECT has_function_privilege('regress_ratelimit_sr',
+         'limits_b.rl_refund(text, text, float8, limits_b.rl_policy)', 'EXECUTE') AS refund;
+REVOKE USAGE ON SCHEMA limits_b FROM regress_ratelimit_sr;
+DROP ROLE regress_ratelimit_sr;
 -- and back, in the same session
 ALTER SCHEMA limits_b RENAME TO limits_a;
 SET search_path = public, limits_a;

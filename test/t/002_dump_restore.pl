@@ -133,5 +133,37 @@ $node->command_ok(
 is($node->safe_psql('upgraded_restored', $app_may), $kept,
 	'the grants made by hand are restored');
 
+# The grant sets of rl_grant_app and rl_grant_admin are ordinary grants on
+# the extension's members: the dump carries them.
+$node->safe_psql('postgres', q{
+	CREATE ROLE web;
+	CREATE ROLE migrator;
+	CREATE DATABASE roles;
+});
+$node->safe_psql('roles', q{
+	CREATE EXTENSION ratelimit;
+	SELECT rl_grant_app('web');
+	SELECT rl_grant_admin('migrator');
+});
+my $granted = q{SELECT string_agg(format('%s %s', a.grantee::regrole, o.object), ', '
+		ORDER BY a.grantee::regrole::text, o.object)
+	FROM (SELECT p.oid::regprocedure::text AS object, p.proacl AS acl FROM pg_proc p
+	      UNION ALL SELECT c.oid::regclass::text, c.relacl FROM pg_class c) o,
+		aclexplode(o.acl) a
+	WHERE a.grantee IN ('web'::regrole, 'migrator'::regrole)};
+my $roles_before = $node->safe_psql('roles', $granted);
+like($roles_before, qr/migrator rl_define\(.*web rl_refund\(text,text,/,
+	'rl_grant_app and rl_grant_admin grant their sets');
+my $roles_dump = $node->basedir . '/roles.dump';
+$node->command_ok(
+	[ 'pg_dump', '--format=custom', '--file', $roles_dump, '--dbname', $node->connstr('roles') ],
+	'pg_dump of the database with the grant sets');
+$node->safe_psql('postgres', 'CREATE DATABASE roles_restored');
+$node->command_ok(
+	[ 'pg_restore', '--exit-on-error', '--dbname', $node->connstr('roles_restored'), $roles_dump ],
+	'pg_restore of it into a fresh database');
+is($node->safe_psql('roles_restored', $granted), $roles_before,
+	'the grant sets are restored');
+
 $node->stop;
 done_testing();
