@@ -52,7 +52,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
 	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window \
 	policies calendar wait overrides override_state sliding \
-	row_hints memory_retry public_bounds canonical memory_quota reset
+	row_hints memory_retry public_bounds canonical memory_quota reset result
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.

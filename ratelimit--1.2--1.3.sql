@@ -14,6 +14,40 @@ SELECT p.oid, p.proname, p.proowner, p.proacl,
 FROM pg_catalog.pg_proc p
 WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace;
 
+-- An answer an application can use (1.3): the limit's size, whether to
+-- act now (a reservation that must wait is ok but not allowed), and the
+-- times in whole milliseconds.
+ALTER TYPE @extschema@.rl_result ADD ATTRIBUTE capacity float8,
+	ADD ATTRIBUTE allowed boolean,
+	ADD ATTRIBUTE retry_after_ms bigint,
+	ADD ATTRIBUTE reset_after_ms bigint;
+COMMENT ON TYPE @extschema@.rl_result IS
+	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, and the times in milliseconds';
+COMMENT ON COLUMN @extschema@.rl_result.ok IS
+	'the call got its tokens (a reservation too: see allowed)';
+COMMENT ON COLUMN @extschema@.rl_result.retry_after IS
+	'refused: when the same call would be granted; a reservation: when to act; NULL otherwise';
+COMMENT ON COLUMN @extschema@.rl_result.remaining IS
+	'tokens left (whole ones when the limit and the count are whole; negative: reserved ahead)';
+COMMENT ON COLUMN @extschema@.rl_result.reset_after IS
+	'until the key is full again (token bucket) or its next window starts';
+COMMENT ON COLUMN @extschema@.rl_result.capacity IS
+	'the limit''s size: the most tokens a key holds (Upstash''s limit)';
+COMMENT ON COLUMN @extschema@.rl_result.allowed IS
+	'act now: ok, and no wait before it (false for a reservation that must wait retry_after)';
+COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
+	'retry_after in whole milliseconds, rounded up';
+COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
+	'reset_after in whole milliseconds, rounded up';
+ALTER TYPE @extschema@.rl_all_result ADD ATTRIBUTE allowed boolean,
+	ADD ATTRIBUTE retry_after_ms bigint;
+COMMENT ON TYPE @extschema@.rl_all_result IS
+	'the answer of rl_limit_all: granted?, the longest retry_after, the limit that refused, whether to act now, and retry_after in milliseconds';
+COMMENT ON COLUMN @extschema@.rl_all_result.allowed IS
+	'act now: ok, and no limit''s reservation to wait for';
+COMMENT ON COLUMN @extschema@.rl_all_result.retry_after_ms IS
+	'retry_after in whole milliseconds, rounded up';
+
 -- The memory store (1.3): a limit's state may live in shared memory
 -- instead of rate_limits, chosen per limit by a storage column of
 -- rl_definitions and of rl_policy, and the storage argument of rl_define,

@@ -24,10 +24,30 @@ CREATE TYPE @extschema@.rl_result AS (
 	ok boolean,
 	retry_after interval,
 	remaining float8,
-	reset_after interval
+	reset_after interval,
+	capacity float8,
+	allowed boolean,
+	retry_after_ms bigint,
+	reset_after_ms bigint
 );
 COMMENT ON TYPE @extschema@.rl_result IS
-	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window';
+	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, and the times in milliseconds';
+COMMENT ON COLUMN @extschema@.rl_result.ok IS
+	'the call got its tokens (a reservation too: see allowed)';
+COMMENT ON COLUMN @extschema@.rl_result.retry_after IS
+	'refused: when the same call would be granted; a reservation: when to act; NULL otherwise';
+COMMENT ON COLUMN @extschema@.rl_result.remaining IS
+	'tokens left (whole ones when the limit and the count are whole; negative: reserved ahead)';
+COMMENT ON COLUMN @extschema@.rl_result.reset_after IS
+	'until the key is full again (token bucket) or its next window starts';
+COMMENT ON COLUMN @extschema@.rl_result.capacity IS
+	'the limit''s size: the most tokens a key holds (Upstash''s limit)';
+COMMENT ON COLUMN @extschema@.rl_result.allowed IS
+	'act now: ok, and no wait before it (false for a reservation that must wait retry_after)';
+COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
+	'retry_after in whole milliseconds, rounded up';
+COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
+	'reset_after in whole milliseconds, rounded up';
 
 CREATE TYPE @extschema@.rl_state AS (
 	value float8,
@@ -427,10 +447,16 @@ CREATE TYPE @extschema@.rl_all_result AS (
 	ok boolean,
 	retry_after interval,
 	refused_name text,
-	refused_key text
+	refused_key text,
+	allowed boolean,
+	retry_after_ms bigint
 );
 COMMENT ON TYPE @extschema@.rl_all_result IS
-	'the answer of rl_limit_all: granted?, the longest retry_after, and the limit that refused';
+	'the answer of rl_limit_all: granted?, the longest retry_after, the limit that refused, whether to act now, and retry_after in milliseconds';
+COMMENT ON COLUMN @extschema@.rl_all_result.allowed IS
+	'act now: ok, and no limit''s reservation to wait for';
+COMMENT ON COLUMN @extschema@.rl_all_result.retry_after_ms IS
+	'retry_after in whole milliseconds, rounded up';
 
 CREATE FUNCTION @extschema@.rl_limit_all(
 	names text[],

@@ -119,5 +119,8 @@ SELECT rl_define('kind_change', 'sliding window', 10, '1 minute',
 -- 12 taken since 00:00:50.  Counting the window before as 10 calls spread
 -- over it: 8 - 10 * 40/60 = 1.33 may be taken (taking it as empty would
 -- allow 8, 20 within a minute)
-SELECT ok, round(remaining::numeric, 2) AS remaining FROM rl_check('kind_change', 'k');
+-- (rl_check's remaining counts whole tokens: 0 after this call; rl_value
+-- has the exact amount a call could take, 1.33)
+SELECT ok, remaining FROM rl_check('kind_change', 'k');
+SELECT round(value::numeric, 2) AS available FROM rl_value('kind_change', 'k');
 SELECT ok FROM rl_check('kind_change', 'k', 2);

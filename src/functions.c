@@ -240,18 +240,73 @@ add_jitter(const RlTarget *target, bool jitter, RlAnswer *answer)
 										 pg_prng_double(&pg_global_prng_state));
 }
 
-/* The rl_result row for an answer. */
-static Datum
-result_datum(RlCallCache *cache, const RlAnswer *answer)
+/* Microseconds as whole milliseconds, rounded up: never early. */
+static int64
+usecs_to_ms(int64 usecs)
 {
-	Datum		values[4];
-	bool		nulls[4] = {false, !answer->has_retry, false, false};
+	if (usecs <= 0)
+		return 0;
+	return usecs / 1000 + (usecs % 1000 != 0);
+}
+
+/* Whether x is a whole number. */
+static inline bool
+is_whole(double x)
+{
+	return x == floor(x);
+}
+
+/*
+ * The tokens an answer reports: whole ones, rounded down, when the limit
+ * counts in whole tokens (its rate, capacity and max_reserved, and the
+ * call's count, whole): a refilling bucket's 18.0004 is 18 tokens a call
+ * can take.  Exact otherwise.
+ */
+static double
+reported_remaining(const RlPolicy *policy, double count, double remaining)
+{
+	if (is_whole(policy->rate) && is_whole(policy->capacity) &&
+		(!policy->has_max_reserved || is_whole(policy->max_reserved)) &&
+		is_whole(count))
+		return floor(remaining);
+	return remaining;
+}
+
+/*
+ * Whether the caller may act now: granted, and not a reservation that
+ * must wait for retry_after first (a shadow-mode grant may act).
+ */
+static bool
+answer_allowed(const RlAnswer *answer)
+{
+	return answer->ok &&
+		(answer->shadowed || !answer->has_retry || answer->retry_after <= 0);
+}
+
+/*
+ * The rl_result row for an answer: ok, retry_after, remaining,
+ * reset_after, and (1.3) capacity, allowed, retry_after_ms and
+ * reset_after_ms.  A schema still at 1.2 has the first four only.
+ */
+static Datum
+result_datum(RlCallCache *cache, const RlTarget *target, double count,
+			 const RlAnswer *answer)
+{
+	Datum		values[8];
+	bool		nulls[8] = {false, !answer->has_retry, false, false,
+	false, false, !answer->has_retry, false};
 
 	values[0] = BoolGetDatum(answer->ok);
 	values[1] = answer->has_retry ?
 		IntervalPGetDatum(rl_usecs_to_interval(answer->retry_after)) : 0;
-	values[2] = Float8GetDatum(answer->remaining);
+	values[2] = Float8GetDatum(reported_remaining(&target->policy, count,
+												  answer->remaining));
 	values[3] = IntervalPGetDatum(rl_usecs_to_interval(answer->reset_after));
+	values[4] = Float8GetDatum(target->policy.capacity);
+	values[5] = BoolGetDatum(answer_allowed(answer));
+	values[6] = Int64GetDatum(usecs_to_ms(answer->retry_after));
+	values[7] = Int64GetDatum(usecs_to_ms(answer->reset_after));
+	Assert(cache->result_desc->natts <= lengthof(values));
 	return HeapTupleGetDatum(heap_form_tuple(cache->result_desc, values, nulls));
 }
 
@@ -332,7 +387,7 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	add_jitter(&target, jitter, &answer);
 	if (!answer.ok && throws)
 		raise_refused(&target, count, &answer);
-	PG_RETURN_DATUM(result_datum(cache, &answer));
+	PG_RETURN_DATUM(result_datum(cache, &target, count, &answer));
 }
 
 /* rl_limit(name, key, count, reserve, throws, config, jitter): consume. */
@@ -520,21 +575,26 @@ static Datum
 all_result_datum(RlCallCache *cache, const RlTarget *targets,
 				 const RlAnswer *answers, int n, int refused)
 {
-	Datum		values[4] = {0, 0, 0, 0};
-	bool		nulls[4] = {false, true, true, true};
+	Datum		values[6] = {0, 0, 0, 0, 0, 0};
+	bool		nulls[6] = {false, true, true, true, false, true};
 	int64		longest = -1;
+	bool		allowed = refused < 0;
 
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (answers[i].has_retry && answers[i].retry_after > longest)
 			longest = answers[i].retry_after;
+		allowed = allowed && answer_allowed(&answers[i]);
 	}
 	values[0] = BoolGetDatum(refused < 0);
+	values[4] = BoolGetDatum(allowed);
 	if (longest >= 0)
 	{
 		values[1] = IntervalPGetDatum(rl_usecs_to_interval(longest));
 		nulls[1] = false;
+		values[5] = Int64GetDatum(usecs_to_ms(longest));
+		nulls[5] = false;
 	}
 	if (refused >= 0)
 	{
