@@ -103,7 +103,8 @@ RL_SKIP_REGRESS = $(filter $(REGRESS),$(sort \
 	$(if $(filter prepared,$(RL_LACKS)),$(PREPARED_REGRESS))))
 RL_SKIP_ISOLATION = $(filter $(ISOLATION),$(if $(filter preload,$(RL_LACKS)),$(PRELOAD_ISOLATION)))
 ifneq ($(strip $(RL_SKIP_REGRESS) $(RL_SKIP_ISOLATION)),)
-$(info installcheck: skipped, as the server lacks $(subst ; ,$(comma) ,$(strip $(if $(filter preload,$(RL_LACKS)),shared_preload_libraries = ratelimit;) $(if $(filter prepared,$(RL_LACKS)),max_prepared_transactions > 0;)))) $(strip $(RL_SKIP_REGRESS) $(RL_SKIP_ISOLATION)))
+RL_LACKS_TEXT = $(if $(filter preload,$(RL_LACKS)),shared_preload_libraries = ratelimit$(if $(filter prepared,$(RL_LACKS)),$(comma) ))$(if $(filter prepared,$(RL_LACKS)),max_prepared_transactions > 0)
+$(info installcheck: skipped, as the server lacks $(RL_LACKS_TEXT): $(strip $(RL_SKIP_REGRESS) $(RL_SKIP_ISOLATION)))
 override REGRESS := $(filter-out $(RL_SKIP_REGRESS),$(REGRESS))
 override ISOLATION := $(filter-out $(RL_SKIP_ISOLATION),$(ISOLATION))
 endif
