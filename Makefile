@@ -50,7 +50,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	search_path shards limit_all trigger jitter gc status upgrade settings \
 	read_only table_features cache_coherence schema_rename redefine \
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
-	concurrency stats new_keys inline_policies trigger_keys memory memory_commit_window \
+	concurrency stats new_keys inline_policies trigger_keys memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding \
 	row_hints memory_retry public_bounds canonical memory_quota reset result
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
@@ -77,6 +77,40 @@ override with_llvm = no
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# make installcheck against a server that cannot run every suite, such as a
+# packager's plain cluster: on PostgreSQL 15 and 16 without ratelimit in
+# shared_preload_libraries the memory store and the statistics do not work,
+# and without max_prepared_transactions no transaction can be prepared.
+# The suites and specs that need what the server lacks (the server that
+# EXTRA_REGRESS_OPTS's --host, --port and --user, or PGHOST, PGPORT and
+# PGUSER, name; test/installcheck-lacks.sql asks it) are left out, and one
+# line says which.  make test's cluster lacks nothing.
+PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
+	policies calendar wait overrides override_state sliding memory_retry \
+	public_bounds canonical memory_quota
+PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
+	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
+	policies_block_race overrides wait_race
+PREPARED_REGRESS = memory_prepared
+ifneq ($(filter installcheck,$(MAKECMDGOALS)),)
+comma := ,
+RL_SERVER_ENV = $(patsubst --host=%,PGHOST=%,$(filter --host=%,$(EXTRA_REGRESS_OPTS))) \
+	$(patsubst --port=%,PGPORT=%,$(filter --port=%,$(EXTRA_REGRESS_OPTS))) \
+	$(patsubst --user=%,PGUSER=%,$(filter --user=%,$(EXTRA_REGRESS_OPTS)))
+RL_LACKS := $(shell env $(RL_SERVER_ENV) '$(bindir)/psql' -XAtq -d template1 \
+	-f test/installcheck-lacks.sql 2>/dev/null)
+RL_SKIP_REGRESS = $(filter $(REGRESS),$(sort \
+	$(if $(filter preload,$(RL_LACKS)),$(PRELOAD_REGRESS)) \
+	$(if $(filter prepared,$(RL_LACKS)),$(PREPARED_REGRESS))))
+RL_SKIP_ISOLATION = $(filter $(ISOLATION),$(if $(filter preload,$(RL_LACKS)),$(PRELOAD_ISOLATION)))
+ifneq ($(strip $(RL_SKIP_REGRESS) $(RL_SKIP_ISOLATION)),)
+RL_LACKS_TEXT = $(if $(filter preload,$(RL_LACKS)),shared_preload_libraries = ratelimit$(if $(filter prepared,$(RL_LACKS)),$(comma) ))$(if $(filter prepared,$(RL_LACKS)),max_prepared_transactions > 0)
+$(info installcheck: skipped, as the server lacks $(RL_LACKS_TEXT): $(strip $(RL_SKIP_REGRESS) $(RL_SKIP_ISOLATION)))
+override REGRESS := $(filter-out $(RL_SKIP_REGRESS),$(REGRESS))
+override ISOLATION := $(filter-out $(RL_SKIP_ISOLATION),$(ISOLATION))
+endif
+endif
 
 # Warnings CI builds with; not forced on packagers.
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \

@@ -248,26 +248,7 @@ BEGIN;
 SELECT ok FROM rl_limit('mem', 'prep', 6);
 PREPARE TRANSACTION 'mem_prep';
 SELECT value FROM rl_value('mem', 'prep');
--- ... but not a transaction that holds no memory-store change: a trigger
--- disabled on a table of the application's, a table of the same name as
--- rl_definitions dropped in another schema
-CREATE TABLE prep_app (id int);
-CREATE TRIGGER prep_app_same BEFORE UPDATE ON prep_app
-  FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
-CREATE SCHEMA prep_other;
-CREATE TABLE prep_other.rl_definitions (name text);
-BEGIN;
-ALTER TABLE prep_app DISABLE TRIGGER prep_app_same;
-PREPARE TRANSACTION 'mem_prep_trigger';
-COMMIT PREPARED 'mem_prep_trigger';
-BEGIN;
-DROP TABLE prep_other.rl_definitions;
-PREPARE TRANSACTION 'mem_prep_drop';
-COMMIT PREPARED 'mem_prep_drop';
-SELECT tgenabled FROM pg_trigger WHERE tgname = 'prep_app_same';
-SELECT to_regclass('prep_other.rl_definitions');
-DROP TABLE prep_app;
-DROP SCHEMA prep_other;
+-- (a transaction that holds no memory-store change prepares: sql/memory_prepared.sql)
 -- a trigger of the extension's disabled or enabled is still refused
 BEGIN;
 ALTER TABLE rl_definitions ENABLE ALWAYS TRIGGER rl_definitions_row_changed;

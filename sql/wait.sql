@@ -88,8 +88,19 @@ COMMIT;
 -- the row, is not kept waiting (lock_timeout 50 ms) while the call sleeps
 -- for a token 1 second away
 CREATE EXTENSION dblink;
+-- dblink connects back to this server as the server's settings say (not
+-- the server's environment: a packager's server has no PGHOST in it)
+CREATE FUNCTION conninfo_quote(v text) RETURNS text LANGUAGE sql IMMUTABLE
+  AS $$SELECT '''' || replace(replace(v, '\', '\\'), '''', '\''') || ''''$$;
+CREATE FUNCTION this_server() RETURNS text LANGUAGE sql STABLE AS $$
+  SELECT format('host=%s port=%s dbname=%s user=%s',
+    conninfo_quote(coalesce(nullif(btrim(split_part(
+      current_setting('unix_socket_directories'), ',', 1)), ''), 'localhost')),
+    current_setting('port'), conninfo_quote(current_database()),
+    conninfo_quote(current_user))
+$$;
 SELECT ok FROM rl_limit('w_slow', 'k');
-SELECT dblink_connect('waiter', 'dbname=' || current_database());
+SELECT dblink_connect('waiter', this_server());
 SELECT dblink_send_query('waiter',
 	$$SELECT ok FROM rl_limit('w_slow', 'k', wait => '5 seconds')$$);
 SELECT pg_sleep(0.3);
@@ -116,7 +127,7 @@ BEGIN
 	SELECT t.ok, t.waited INTO ok, waited FROM timed(lim, k, '5 seconds') t;
 	RETURN NEXT;
 END $$;
-SELECT dblink_connect('other', 'dbname=' || current_database());
+SELECT dblink_connect('other', this_server());
 BEGIN;
 DO $$
 BEGIN
@@ -151,7 +162,7 @@ BEGIN
 		COMMIT;
 	END LOOP;
 END $$;
-SELECT dblink_connect('r' || i, 'dbname=' || current_database())
+SELECT dblink_connect('r' || i, this_server())
 FROM generate_series(1, 8) i;
 SELECT dblink_send_query('r' || i, $$CALL race('w_race', 0)$$)
 FROM generate_series(1, 8) i;
@@ -176,7 +187,7 @@ SELECT ts <= now() + '1 minute' AS not_blocked FROM rl_value('w_race_m', 'k');
 -- before sleeping: over-admission)
 SELECT rl_define('w_tight', 'token bucket', 1, '1 second', storage => 'memory');
 SELECT ok FROM rl_limit('w_tight', 'k');
-SELECT dblink_connect('waiter', 'dbname=' || current_database());
+SELECT dblink_connect('waiter', this_server());
 SELECT dblink_send_query('waiter',
 	$$SELECT ok FROM rl_limit('w_tight', 'k', wait => '5 seconds')$$);
 SELECT pg_sleep(0.3);

@@ -101,6 +101,9 @@ suite fuzz "$RL_REPO/test/fuzz/run.sh"
 
 rl_stop_quietly
 
+rl_log "make installcheck as a packager runs it (a plain cluster on its own port and socket, no shared_preload_libraries, no PGHOST in its environment; the checkout left as it was)"
+suite plain-installcheck "$RL_REPO/test/installcheck-plain.sh"
+
 rl_log "TAP tests (crash recovery, dump and restore, the pg_cron recipe, the PL/Proxy router, rl_gc memory, statistics, logical replication, the memory store, a hint chain into truncated pages, REINDEX CONCURRENTLY beside new keys, the memory store's per-database bound, a take during a definition change's commit)"
 tap=$RL_TMP/tap
 rm -rf "$tap"

@@ -139,5 +139,16 @@ for f in ratelimit--*.sql; do
 	done
 done
 
+# What the documentation tells package users to take from the package is
+# in it: the examples' files that docs/ names under the package's
+# examples directory are installed by debian/rules, and the router script
+# (the Makefile's DOCS) is installed with the documentation.
+for f in $(grep -ho 'postgresql-NN-ratelimit/examples/[A-Za-z0-9_.]*' README.md docs/*.md | sed 's|.*/||' | sort -u); do
+	grep -q "dh_installexamples.*/$f\b\|dh_installexamples.*[ /]$f\b" debian/rules ||
+		problem "the docs name examples/$f in the package, which debian/rules does not install"
+done
+grep -q '^DOCS = router/ratelimit_router.sql' Makefile ||
+	problem "the Makefile's DOCS no longer installs router/ratelimit_router.sql, which docs/packaging.md says the package has"
+
 [ $fail = 0 ] && echo "packaging: META.json $control_version, changelogs, scripts and upgrade paths agree"
 exit $fail

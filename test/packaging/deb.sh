@@ -79,7 +79,9 @@ docdir=/usr/share/doc/$pkg
 contents=$(dpkg-deb --fsys-tarfile "$deb" | tar -t | sed -e 's|^\./|/|' -e '/\/$/d')
 bad=0
 for f in "$libdir/ratelimit.so" "$extdir/ratelimit.control" "$docdir/copyright" \
-	"$docdir/README.md.gz" "$docdir/docs/reference.md.gz" "$docdir/changelog.gz"; do
+	"$docdir/README.md.gz" "$docdir/docs/reference.md.gz" "$docdir/changelog.gz" \
+	"$docdir/examples/postgres_exporter.yml" "$docdir/examples/demo.sql" \
+	"$rl_sys_docdir/extension/ratelimit_router.sql"; do
 	grep -qxF "$f" <<<"$contents" || { rl_log "$pkg lacks $f"; bad=1; }
 done
 want=$(for s in $(rl_data_scripts); do echo "$extdir/$s"; done | sort)

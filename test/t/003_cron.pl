@@ -6,6 +6,7 @@ use warnings;
 
 use File::Basename qw(dirname);
 use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use RatelimitExtensions qw(require_extension);

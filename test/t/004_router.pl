@@ -10,6 +10,7 @@ use warnings;
 
 use File::Basename qw(dirname);
 use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use RatelimitRouter qw(configure_router);

@@ -9,6 +9,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename qw(dirname);
+use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 
 my $rows = 1_000_000;
 my $margin_mb = 16;

@@ -7,6 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename qw(dirname);
+use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 
 my $rows = q{SELECT string_agg(name || ':' || calls || '/' || granted || '/' || refused, ' ' ORDER BY name) FROM rl_stats};
 my $info = q{SELECT storage || ' ' || names || '/' || max_names || ' untracked ' || untracked_calls FROM rl_stats_info};
@@ -132,10 +135,10 @@ else
 	my ($ret, $out, $err) = $plain->psql('postgres', q{
 		SELECT count(*) FROM rl_stats;
 		SELECT count(*) FROM rl_stats;
-		SELECT storage, names FROM rl_stats_info;
 		SELECT rl_stats_reset();
+		SELECT storage, names FROM rl_stats_info;
 	});
-	is($out, "0\n0\nunavailable|\n", 'not preloaded, 15 and 16: no rows');
+	is($out, "0\n0\n\nunavailable|", 'not preloaded, 15 and 16: no rows');
 	my @notices = $err =~ /NOTICE:  ratelimit statistics are not available/g;
 	is(scalar @notices, 1, 'not preloaded, 15 and 16: one NOTICE per session');
 	like($err, qr/shared_preload_libraries = 'ratelimit'/,

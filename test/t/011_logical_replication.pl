@@ -11,6 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename qw(dirname);
+use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 
 my $pub = PostgreSQL::Test::Cluster->new('publisher');
 $pub->init(allows_streaming => 'logical');

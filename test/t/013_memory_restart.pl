@@ -14,6 +14,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 use RatelimitMemory qw(memory_node memory_files);
 
 # a clock pinned past the real one

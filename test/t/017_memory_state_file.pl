@@ -13,6 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 use RatelimitMemory qw(memory_node memory_files);
 
 my $node = memory_node('mem_file', "ratelimit.memory_after_crash = 'empty'");

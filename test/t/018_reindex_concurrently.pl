@@ -13,6 +13,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename qw(dirname);
+use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 
 my $seconds = 4;
 

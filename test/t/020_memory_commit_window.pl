@@ -12,6 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Basename qw(dirname);
+use lib dirname(__FILE__) . '/../perl';
+use RatelimitPsql;
 
 my $t0 = "SET ratelimit.now_override = '2030-01-01 00:00:00+00';";
 my $t3 = "SET ratelimit.now_override = '2030-01-01 00:00:03+00';";
