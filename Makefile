@@ -88,10 +88,10 @@ include $(PGXS)
 # line says which.  make test's cluster lacks nothing.
 PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding memory_retry \
-	public_bounds canonical memory_quota
+	public_bounds canonical memory_quota reset result
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
-	policies_block_race overrides wait_race
+	policies_block_race overrides wait_race redefine_store_wait
 PREPARED_REGRESS = memory_prepared
 ifneq ($(filter installcheck,$(MAKECMDGOALS)),)
 comma := ,
