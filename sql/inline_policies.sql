@@ -115,3 +115,26 @@ SELECT ok FROM rl_limit('sink', 'k', 1, config => rl_fixed_window(3, '1 hour', m
 RESET ratelimit.now_override;
 DELETE FROM rate_limits;
 DROP FUNCTION shown(text);
+
+-- PL/pgSQL: SELECT rl_fixed_window(...) INTO a variable of type rl_policy
+-- spreads the value over its fields, the first (kind) taking all of it; the
+-- error says how to assign it
+CREATE FUNCTION spread_policy() RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	p rl_policy;
+BEGIN
+	SELECT rl_fixed_window(5, '1 hour') INTO p;
+	RETURN (rl_check('spread', 'k', config => p)).ok;
+END
+$$;
+SELECT spread_policy();
+CREATE OR REPLACE FUNCTION spread_policy() RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	p rl_policy;
+BEGIN
+	p := rl_fixed_window(5, '1 hour');
+	RETURN (rl_check('spread', 'k', config => p)).ok;
+END
+$$;
+SELECT spread_policy();
+DROP FUNCTION spread_policy();

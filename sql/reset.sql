@@ -42,3 +42,15 @@ COMMIT;
 SELECT value FROM rl_value('rv_tab', 'k');
 SELECT value FROM rl_value('rv_mem', 'k');
 
+
+-- a name with no definition, no config and no state for the key: an error
+-- (a misspelt name would otherwise reset nothing, silently), as rl_undefine
+-- of an unknown name is; with state under an inline config it is reset
+\set VERBOSITY default
+SELECT rl_reset('rv_nosuch', 'k');
+SELECT ok FROM rl_limit('rv_inline', 'k', config => rl_token_bucket(5, '1 minute'));
+SELECT rl_reset('rv_inline', 'k');
+SELECT count(*) FROM rate_limits WHERE name LIKE 'rv_inline%';
+SELECT rl_reset('rv_inline', 'k');
+-- a call on a name with no definition and a NULL config says both
+SELECT ok FROM rl_limit('rv_nosuch', 'k', config => NULL);

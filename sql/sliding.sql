@@ -101,7 +101,7 @@ SELECT value, ts, prev FROM rate_limits WHERE name = 'sw' AND key = 'k';
 SELECT rl_reset('swm', k) FROM unnest(ARRAY['k', 'b']) k;
 SELECT rl_undefine(n) FROM unnest(ARRAY['sw', 'swm', 'swb', 'swh', 'tb']) n;
 DELETE FROM rate_limits;
-SELECT rl_reset('inlm', 'k');
+SELECT rl_reset('inlm', 'k', config => rl_sliding_window(10, '1 hour', '2026-01-01', 'memory'));
 RESET ratelimit.now_override;
 
 -- a fixed window redefined as a sliding window in the middle of a window:

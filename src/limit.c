@@ -558,18 +558,29 @@ adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
  * rl_limit with that config uses, and only it (a defined name refuses
  * it); without, a defined limit's key, or, for a name with no definition,
  * the key under every inline config of the name that a store finds by
- * name alone (an inline memory key is found by its config only).
+ * name alone (an inline memory key is found by its config only).  A name
+ * with no definition, no config and no such state is an error, as
+ * rl_undefine's: a misspelt name would otherwise reset nothing, silently.
  */
 void
 rl_reset_key(RlTarget *target, HeapTupleHeader config)
 {
+	uint64		forgotten = 0;
+
 	if (rl_target_resolve_defined(target, config))
 	{
 		target->store->reset(target, config == NULL);
 		return;
 	}
 	for (int s = 0; s < rl_nstores; s++)
-		rl_stores[s]->reset_inline(target->name, target->key);
+		forgotten += rl_stores[s]->reset_inline(target->name, target->key);
+	if (forgotten == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("rate limit \"%s\" does not exist",
+						text_to_cstring(target->label)),
+				 errdetail("No limit of that name is defined, and no inline config of that name has state for the key."),
+				 errhint("Reset a key of an inline config with storage 'memory' by passing its config.")));
 }
 
 /*

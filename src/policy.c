@@ -244,6 +244,16 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	policy->block_horizon = 0;
 	require_column(nulls, RL_POLICY_KIND);
 	kind = TextDatumGetCString(values[RL_POLICY_KIND]);
+	/*
+	 * A whole rl_policy in the kind: PL/pgSQL's SELECT rl_fixed_window(...)
+	 * INTO p spreads the value over p's fields, the first taking all of it.
+	 */
+	if (!rl_kind_parse(kind, &policy->kind) && kind[0] == '(')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid rate limit kind \"%s\"", kind),
+				 errdetail("The kind holds a whole rl_policy value."),
+				 errhint("In PL/pgSQL, assign a policy with p := rl_fixed_window(...), or SELECT (rl_fixed_window(...)).* INTO p.")));
 	if (!rl_kind_parse(kind, &policy->kind))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -118,8 +118,11 @@ typedef struct RlStoreOps
 	 * store can find by name alone.
 	 */
 	void		(*reset) (RlTarget *target, bool every_inline);
-	/* rl_reset of a name with no definition and no config: the same */
-	void		(*reset_inline) (text *name, text *key);
+	/*
+	 * rl_reset of a name with no definition and no config: the same;
+	 * returns how many states it forgot
+	 */
+	uint64		(*reset_inline) (text *name, text *key);
 } RlStoreOps;
 
 /* The stores, in rank (see above). */

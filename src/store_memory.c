@@ -290,9 +290,10 @@ memory_reset(RlTarget *target, bool every_inline)
 						0, 0, target->epoch);
 }
 
-static void
+static uint64
 memory_reset_inline(text *name, text *key)
 {
+	return 0;
 }
 
 /*

@@ -1115,11 +1115,11 @@ table_unlock(void)
  * transaction; every_inline: also the key's rows under every inline config
  * of the name (target->name is then the name as given).
  */
-static void
+static uint64
 table_reset_inline(text *name, text *key)
 {
 	PreventCommandIfReadOnly("rl_reset()");
-	rl_storage_delete(name, key);
+	return rl_storage_delete(name, key);
 }
 
 static void
@@ -1127,7 +1127,7 @@ table_reset(RlTarget *target, bool every_inline)
 {
 	if (every_inline)
 	{
-		table_reset_inline(target->name, target->key);
+		(void) table_reset_inline(target->name, target->key);
 		return;
 	}
 	PreventCommandIfReadOnly("rl_reset()");

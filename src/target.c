@@ -173,6 +173,7 @@ resolve(RlTarget *target, HeapTupleHeader config, bool for_reset)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("rate limit \"%s\" does not exist",
 						text_to_cstring(target->label)),
+				 errdetail("No limit of that name is defined, and the call's config is NULL."),
 				 errhint("Define it with rl_define(), or pass an inline config.")));
 	if (!for_reset)
 		rl_target_require_rate(target);
