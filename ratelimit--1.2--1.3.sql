@@ -304,7 +304,7 @@ REVOKE ALL ON FUNCTION @extschema@.rl_memory_forget(boolean) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.rl_gc(integer) IS
 	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then up to max_rows idle entries of the memory store; returns how many in all';
 
--- rl_stats (1.3): shadow_refused and blocks, after the columns of 1.2.
+-- rl_stats (1.3): shadow_refused, blocks and check_refused, after the columns of 1.2.
 DROP VIEW @extschema@.rl_stats;
 DROP FUNCTION @extschema@.rl_stats_rows();
 CREATE FUNCTION @extschema@.rl_stats_rows(
@@ -323,7 +323,8 @@ CREATE FUNCTION @extschema@.rl_stats_rows(
 	OUT last_refusal timestamptz,
 	OUT stats_reset timestamptz,
 	OUT shadow_refused bigint,
-	OUT blocks bigint)
+	OUT blocks bigint,
+	OUT check_refused bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'rl_stats_rows'
 LANGUAGE C VOLATILE;
@@ -348,6 +349,7 @@ SELECT s.dbid,
 	s.both_shards_busy,
 	s.shadow_refused,
 	s.blocks,
+	s.check_refused,
 	s.last_refusal,
 	s.stats_reset
 FROM @extschema@.rl_stats_rows() s
@@ -368,7 +370,8 @@ COMMENT ON COLUMN @extschema@.rl_stats.lock_waits IS 'times a call found its row
 COMMENT ON COLUMN @extschema@.rl_stats.lock_wait_time IS 'milliseconds spent in those waits, timed-out waits included';
 COMMENT ON COLUMN @extschema@.rl_stats.both_shards_busy IS 'times a sharded call found both shards it picked locked, and so waited for one';
 COMMENT ON COLUMN @extschema@.rl_stats.shadow_refused IS 'calls a limit in shadow mode granted though it would have refused them (counted as granted, taking nothing)';
-COMMENT ON COLUMN @extschema@.rl_stats.blocks IS 'refused calls that blocked their key (block_for)';
+COMMENT ON COLUMN @extschema@.rl_stats.blocks IS 'refused calls that blocked their key (block_for), rl_check''s included';
+COMMENT ON COLUMN @extschema@.rl_stats.check_refused IS 'rl_check calls the limit refused (not counted in calls or refused)';
 COMMENT ON COLUMN @extschema@.rl_stats.last_refusal IS 'the time of the latest refusal (the limiter''s clock); NULL if none';
 COMMENT ON COLUMN @extschema@.rl_stats.stats_reset IS 'since when this row counts: its first call, or rl_stats_reset(name)';
 REVOKE ALL ON @extschema@.rl_stats FROM PUBLIC;

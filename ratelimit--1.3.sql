@@ -1235,7 +1235,8 @@ CREATE FUNCTION @extschema@.rl_stats_rows(
 	OUT last_refusal timestamptz,
 	OUT stats_reset timestamptz,
 	OUT shadow_refused bigint,
-	OUT blocks bigint)
+	OUT blocks bigint,
+	OUT check_refused bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'rl_stats_rows'
 LANGUAGE C VOLATILE;
@@ -1260,6 +1261,7 @@ SELECT s.dbid,
 	s.both_shards_busy,
 	s.shadow_refused,
 	s.blocks,
+	s.check_refused,
 	s.last_refusal,
 	s.stats_reset
 FROM @extschema@.rl_stats_rows() s
@@ -1280,7 +1282,8 @@ COMMENT ON COLUMN @extschema@.rl_stats.lock_waits IS 'times a call found its row
 COMMENT ON COLUMN @extschema@.rl_stats.lock_wait_time IS 'milliseconds spent in those waits, timed-out waits included';
 COMMENT ON COLUMN @extschema@.rl_stats.both_shards_busy IS 'times a sharded call found both shards it picked locked, and so waited for one';
 COMMENT ON COLUMN @extschema@.rl_stats.shadow_refused IS 'calls a limit in shadow mode granted though it would have refused them (counted as granted, taking nothing)';
-COMMENT ON COLUMN @extschema@.rl_stats.blocks IS 'refused calls that blocked their key (block_for)';
+COMMENT ON COLUMN @extschema@.rl_stats.blocks IS 'refused calls that blocked their key (block_for), rl_check''s included';
+COMMENT ON COLUMN @extschema@.rl_stats.check_refused IS 'rl_check calls the limit refused (not counted in calls or refused)';
 COMMENT ON COLUMN @extschema@.rl_stats.last_refusal IS 'the time of the latest refusal (the limiter''s clock); NULL if none';
 COMMENT ON COLUMN @extschema@.rl_stats.stats_reset IS 'since when this row counts: its first call, or rl_stats_reset(name)';
 REVOKE ALL ON @extschema@.rl_stats FROM PUBLIC;

@@ -20,12 +20,16 @@ FROM rl_stats WHERE datname = current_database() AND name LIKE 'st\_%'
 ORDER BY name;
 
 -- A token bucket of 3: three grants, two refusals (one raised as RL001),
--- one impossible count (an error); rl_check and rl_value count nothing.
+-- one impossible count (an error); rl_value counts nothing, and a refused
+-- rl_check is no call: it counts in check_refused alone.
 SELECT rl_define('st_bucket', 'token bucket', 3, '1 hour');
 SELECT ok, remaining FROM rl_limit('st_bucket', 'u');
 SELECT ok, remaining FROM rl_limit('st_bucket', 'u', 2);
 SELECT ok FROM rl_check('st_bucket', 'u');
+SELECT ok FROM rl_check('st_bucket', 'w');
 SELECT value FROM rl_value('st_bucket', 'u');
+SELECT name, calls, refused, check_refused, last_refusal FROM rl_stats
+WHERE datname = current_database() AND name = 'st_bucket';
 SET ratelimit.now_override = '2026-01-01 00:10:00+00';
 SELECT ok, retry_after FROM rl_limit('st_bucket', 'u');
 SET ratelimit.now_override = '2026-01-01 00:15:00+00';

@@ -188,6 +188,16 @@ rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
 	rl_peek(target, count, reserve, answer);
 	if (blocks && !(XactReadOnly && target->store->writes_table))
 		apply_block(target, count, reserve, answer);
+	if (!answer->ok && rl_stats_tracking())
+	{
+		RlStatsCall call = {{0}};
+
+		/* counted apart from the consuming calls: rl_stats.check_refused */
+		call.values[RL_STAT_check_refused] = 1;
+		call.values[RL_STAT_blocks] = answer->blocked;
+		rl_stats_record(target->label, &call, RL_STATS_CHECKED,
+						rl_clock_now());
+	}
 }
 
 /*

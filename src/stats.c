@@ -476,7 +476,7 @@ rl_stats_record(text *name, RlStatsCall *call, RlStatsOutcome outcome,
 	}
 	if (s == NULL || len <= 0 || len > RL_MAX_NAME_BYTES)
 		return;
-	call->values[RL_STAT_calls] = 1;
+	call->values[RL_STAT_calls] = outcome != RL_STATS_CHECKED;
 	switch (outcome)
 	{
 		case RL_STATS_GRANTED:
@@ -489,13 +489,15 @@ rl_stats_record(text *name, RlStatsCall *call, RlStatsOutcome outcome,
 		case RL_STATS_ERROR:
 			call->values[RL_STAT_errors] = 1;
 			break;
+		case RL_STATS_CHECKED:
+			break;
 	}
 	hash = entry_hash(MyDatabaseId, data, len);
 
 	SpinLockAcquire(&s->mutex);
 	e = table_find(s, MyDatabaseId, data, len, hash, true, now);
 	if (e < 0)
-		s->untracked_calls++;
+		s->untracked_calls += outcome != RL_STATS_CHECKED;
 	else
 	{
 		RlStatsEntry *entry = &table_entries(s)[e];

@@ -37,7 +37,8 @@
 	X(lock_wait_time, SUM) \
 	X(both_shards_busy, COUNT) \
 	X(shadow_refused, COUNT) \
-	X(blocks, COUNT)
+	X(blocks, COUNT) \
+	X(check_refused, COUNT)
 
 /*
  * The counters 1.2's rl_stats_rows returns, before last_refusal and
@@ -70,7 +71,10 @@ typedef enum RlStatsOutcome
 {
 	RL_STATS_GRANTED,
 	RL_STATS_REFUSED,
-	RL_STATS_ERROR
+	RL_STATS_ERROR,
+	RL_STATS_CHECKED			/* an rl_check: not a call; only what its
+								 * values hold counts (check_refused,
+								 * blocks) */
 } RlStatsOutcome;
 
 extern void rl_stats_init(void);

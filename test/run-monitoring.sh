@@ -98,6 +98,7 @@ keys_before=$(psql_db -At -c 'SELECT memory_keys FROM rl_stats_info')
 #             counted as shadow refusals
 # mon_block   a bucket of 1 with block_for: 3 calls, 1 granted, 2 refused,
 #             the first refusal (00:00:30) blocks the key, the second not
+# mon_bucket  also one refused rl_check: check_refused, and no call
 psql_db >"$out/calls.out" <<'SQL'
 SET ratelimit.now_override = '2026-01-01 00:00:00+00';
 SELECT rl_define('mon_bucket', 'token bucket', 5, '1 hour');
@@ -112,6 +113,7 @@ SET ratelimit.now_override = '2026-01-01 00:00:20+00';
 SELECT (rl_limit('mon_bucket', 'user:1')).ok;
 SET ratelimit.now_override = '2026-01-01 00:00:30+00';
 SELECT (rl_limit('mon_bucket', 'user:1')).ok;
+SELECT (rl_check('mon_bucket', 'user:1')).ok;
 SELECT (rl_limit('mon_shadow', 'k')).ok, (rl_limit('mon_block', 'k')).ok;
 SELECT (rl_limit('mon_shadow', 'k')).ok, (rl_limit('mon_block', 'k')).ok;
 DO $$ BEGIN
@@ -196,6 +198,7 @@ check() {
 
 # limit NAME calls granted refused errors tokens reservations deepest
 #       lock_waits lock_wait_seconds last_refusal reset shadow_refused blocks
+#       check_refused
 limit() {
 	local sel="datname=\"$db\",name=\"$1\","
 	check ratelimit_calls_total "$sel" "$2"
@@ -212,19 +215,20 @@ limit() {
 	check ratelimit_reset_timestamp_seconds "$sel" "${12}"
 	check ratelimit_shadow_refused_total "$sel" "${13}"
 	check ratelimit_blocks_total "$sel" "${14}"
+	check ratelimit_check_refused_total "$sel" "${15}"
 }
 t0=1767225600
-#     name        calls granted refused errors tokens reserv. deepest waits wait_s  last_refusal reset         shadow blocks
-limit mon_bucket  8     5       2       1      5      0       0       0     0       $((t0 + 30)) $t0           0      0
-limit mon_reserve 2     2       0       0      5      1       3       0     0       0            $((t0 + 30))  0      0
-limit mon_memory  2     2       0       0      2      0       0       0     0       0            $((t0 + 30))  0      0
-limit mon_shadow  3     3       0       0      1      0       0       0     0       0            $t0           2      0
-limit mon_block   3     1       2       0      1      0       0       0     0       $((t0 + 30)) $t0           0      1
+#     name        calls granted refused errors tokens reserv. deepest waits wait_s  last_refusal reset         shadow blocks checks
+limit mon_bucket  8     5       2       1      5      0       0       0     0       $((t0 + 30)) $t0           0      0      1
+limit mon_reserve 2     2       0       0      5      1       3       0     0       0            $((t0 + 30))  0      0      0
+limit mon_memory  2     2       0       0      2      0       0       0     0       0            $((t0 + 30))  0      0      0
+limit mon_shadow  3     3       0       0      1      0       0       0     0       0            $t0           2      0      0
+limit mon_block   3     1       2       0      1      0       0       0     0       $((t0 + 30)) $t0           0      1      0
 # mon_wait's calls ran on the real clock; the wait lasted 0.2 s or more.
-limit mon_wait    3     3       0       0      3      0       0       1     0.1..60 0            1e9..4e9      0      0
+limit mon_wait    3     3       0       0      3      0       0       1     0.1..60 0            1e9..4e9      0      0      0
 # Nothing else of this database.
 n=$(grep -c "^ratelimit_[a-z_]*{datname=\"$db\"," "$out/metrics" || true)
-[ "$n" = 84 ] || { echo "FAIL: $n samples of database $db, expected 84 (6 limits, 14 metrics)" >&2; failures=$((failures + 1)); }
+[ "$n" = 90 ] || { echo "FAIL: $n samples of database $db, expected 90 (6 limits, 15 metrics)" >&2; failures=$((failures + 1)); }
 
 # rl_stats_info, as psql read it just before the scrape.
 st="storage=\"$storage\""
