@@ -39,14 +39,26 @@ COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
 	'retry_after in whole milliseconds, rounded up';
 COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
 	'reset_after in whole milliseconds, rounded up';
-ALTER TYPE @extschema@.rl_all_result ADD ATTRIBUTE allowed boolean,
-	ADD ATTRIBUTE retry_after_ms bigint;
+ALTER TYPE @extschema@.rl_all_result ADD ATTRIBUTE remaining float8,
+	ADD ATTRIBUTE reset_after interval,
+	ADD ATTRIBUTE capacity float8,
+	ADD ATTRIBUTE allowed boolean,
+	ADD ATTRIBUTE retry_after_ms bigint,
+	ADD ATTRIBUTE reset_after_ms bigint;
 COMMENT ON TYPE @extschema@.rl_all_result IS
-	'the answer of rl_limit_all: granted?, the longest retry_after, the limit that refused, whether to act now, and retry_after in milliseconds';
+	'the answer of rl_limit_all: granted?, the longest retry_after, the limit that refused, the tokens left, reset and size of the limit that decides the answer, whether to act now, and the times in milliseconds';
+COMMENT ON COLUMN @extschema@.rl_all_result.remaining IS
+	'tokens left of the limit that decides the answer: the refusing one, or, all granted, the one with the fewest left';
+COMMENT ON COLUMN @extschema@.rl_all_result.reset_after IS
+	'until that limit''s key is full again (token bucket) or its next window starts';
+COMMENT ON COLUMN @extschema@.rl_all_result.capacity IS
+	'that limit''s size';
 COMMENT ON COLUMN @extschema@.rl_all_result.allowed IS
 	'act now: ok, and no limit''s reservation to wait for';
 COMMENT ON COLUMN @extschema@.rl_all_result.retry_after_ms IS
 	'retry_after in whole milliseconds, rounded up';
+COMMENT ON COLUMN @extschema@.rl_all_result.reset_after_ms IS
+	'reset_after in whole milliseconds, rounded up';
 
 -- The memory store (1.3): a limit's state may live in shared memory
 -- instead of rate_limits, chosen per limit by a storage column of

@@ -448,15 +448,27 @@ CREATE TYPE @extschema@.rl_all_result AS (
 	retry_after interval,
 	refused_name text,
 	refused_key text,
+	remaining float8,
+	reset_after interval,
+	capacity float8,
 	allowed boolean,
-	retry_after_ms bigint
+	retry_after_ms bigint,
+	reset_after_ms bigint
 );
 COMMENT ON TYPE @extschema@.rl_all_result IS
-	'the answer of rl_limit_all: granted?, the longest retry_after, the limit that refused, whether to act now, and retry_after in milliseconds';
+	'the answer of rl_limit_all: granted?, the longest retry_after, the limit that refused, the tokens left, reset and size of the limit that decides the answer, whether to act now, and the times in milliseconds';
+COMMENT ON COLUMN @extschema@.rl_all_result.remaining IS
+	'tokens left of the limit that decides the answer: the refusing one, or, all granted, the one with the fewest left';
+COMMENT ON COLUMN @extschema@.rl_all_result.reset_after IS
+	'until that limit''s key is full again (token bucket) or its next window starts';
+COMMENT ON COLUMN @extschema@.rl_all_result.capacity IS
+	'that limit''s size';
 COMMENT ON COLUMN @extschema@.rl_all_result.allowed IS
 	'act now: ok, and no limit''s reservation to wait for';
 COMMENT ON COLUMN @extschema@.rl_all_result.retry_after_ms IS
 	'retry_after in whole milliseconds, rounded up';
+COMMENT ON COLUMN @extschema@.rl_all_result.reset_after_ms IS
+	'reset_after in whole milliseconds, rounded up';
 
 CREATE FUNCTION @extschema@.rl_limit_all(
 	names text[],

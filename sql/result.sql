@@ -44,10 +44,13 @@ SELECT ok, capacity FROM rl_limit('res_sh', 'k');
 SELECT ok, capacity, remaining
 FROM rl_limit('res_inline', 'k', config => rl_fixed_window(3, '1 hour'));
 
--- rl_limit_all: allowed and retry_after_ms too
+-- rl_limit_all: the shape of rl_result; remaining, reset_after and capacity
+-- are the refusing limit's, or, all granted, the one with the fewest tokens
+-- left (here res_t, 2 of 6 left, not res_sh, 99 of 100)
 SELECT * FROM rl_limit_all(ARRAY['res_t', 'res_m'], ARRAY['a', 'a'], ARRAY[1, 1]);
 SELECT * FROM rl_limit_all(ARRAY['res_t', 'res_m'], ARRAY['a', 'a'], ARRAY[6, 1]);
 SELECT * FROM rl_limit_all(ARRAY['res_r'], ARRAY['b'], ARRAY[2], reserve => true);
+SELECT * FROM rl_limit_all(ARRAY['res_sh', 'res_t'], ARRAY['c', 'c'], ARRAY[1, 4]);
 
 SELECT rl_undefine(n) FROM unnest(ARRAY['res_t', 'res_m', 'res_r', 'res_s', 'res_sh']) n;
 RESET ratelimit.now_override;

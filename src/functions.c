@@ -573,12 +573,17 @@ array_elements(FunctionCallInfo fcinfo, int argno, const char *argname,
 /* The rl_all_result row: ok, the longest retry_after, who refused. */
 static Datum
 all_result_datum(RlCallCache *cache, const RlTarget *targets,
-				 const RlAnswer *answers, int n, int refused)
+				 const double *counts, const RlAnswer *answers, int n,
+				 int refused)
 {
-	Datum		values[6] = {0, 0, 0, 0, 0, 0};
-	bool		nulls[6] = {false, true, true, true, false, true};
+	Datum		values[10] = {0};
+	bool		nulls[10] = {false, true, true, true, false, false, false,
+	false, true, false};
 	int64		longest = -1;
 	bool		allowed = refused < 0;
+	int			tightest = refused;
+
+	Assert(n > 0);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -586,16 +591,31 @@ all_result_datum(RlCallCache *cache, const RlTarget *targets,
 		if (answers[i].has_retry && answers[i].retry_after > longest)
 			longest = answers[i].retry_after;
 		allowed = allowed && answer_allowed(&answers[i]);
+		if (refused < 0 &&
+			(tightest < 0 || answers[i].remaining < answers[tightest].remaining))
+			tightest = i;
 	}
 	values[0] = BoolGetDatum(refused < 0);
-	values[4] = BoolGetDatum(allowed);
 	if (longest >= 0)
 	{
 		values[1] = IntervalPGetDatum(rl_usecs_to_interval(longest));
 		nulls[1] = false;
-		values[5] = Int64GetDatum(usecs_to_ms(longest));
-		nulls[5] = false;
+		values[8] = Int64GetDatum(usecs_to_ms(longest));
+		nulls[8] = false;
 	}
+
+	/*
+	 * remaining, reset_after and capacity of the limit that decides the
+	 * answer: the refusing one, or, all granted, the one with the fewest
+	 * tokens left
+	 */
+	values[4] = Float8GetDatum(reported_remaining(&targets[tightest].policy,
+												  counts[tightest],
+												  answers[tightest].remaining));
+	values[5] = IntervalPGetDatum(rl_usecs_to_interval(answers[tightest].reset_after));
+	values[6] = Float8GetDatum(targets[tightest].policy.capacity);
+	values[7] = BoolGetDatum(allowed);
+	values[9] = Int64GetDatum(usecs_to_ms(answers[tightest].reset_after));
 	if (refused >= 0)
 	{
 		values[2] = PointerGetDatum(targets[refused].label);
@@ -680,7 +700,8 @@ rl_limit_all(PG_FUNCTION_ARGS)
 		if (throws)
 			raise_refused(&targets[refused], counts[refused], &answers[refused]);
 	}
-	PG_RETURN_DATUM(all_result_datum(cache, targets, answers, n, refused));
+	PG_RETURN_DATUM(all_result_datum(cache, targets, counts, answers, n,
+									 refused));
 }
 
 /*
