@@ -55,6 +55,9 @@ suite layout "$RL_REPO/test/layout/check.sh"
 rl_log "links in README.md and docs/"
 suite docs-links perl "$RL_REPO/test/docs/links.pl"
 
+rl_log "prose of README.md and docs/ (sentence length, unlinked cross-references)"
+suite docs-prose perl "$RL_REPO/test/docs/prose.pl"
+
 rl_log "unit tests of the algebra"
 suite unit make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" unit
 
