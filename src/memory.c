@@ -85,6 +85,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/memutils.h"
 
 #include "compat.h"
 #include "memory_internal.h"
@@ -243,14 +244,43 @@ digest(char what, Oid space, text *name, text *key, uint8 *out)
 	rl_sha256_final(&ctx, out);
 }
 
+/*
+ * The last stored name whose id this backend computed, and the id: calls
+ * name one limit far more often than they change limits, and the id is a
+ * function of (database, space, name) alone, so a hit is exact and never
+ * stale.  Names longer than the buffer are not kept.
+ */
+#define NAME_ID_CACHE_BYTES 1024
+static Oid	cached_name_space = InvalidOid;
+static int	cached_name_len = -1;
+static char *cached_name = NULL;
+static uint8 cached_name_id[RL_MEMORY_NAME_ID_BYTES];
+
 /* The id of a stored name, for changes to its definition. */
 void
 rl_memory_name_id(Oid space, text *name, uint8 *name_id)
 {
 	uint8		full[RL_SHA256_BYTES];
+	int			len = VARSIZE_ANY_EXHDR(name);
 
+	if (cached_name != NULL && space == cached_name_space &&
+		len == cached_name_len &&
+		memcmp(cached_name, VARDATA_ANY(name), len) == 0)
+	{
+		memcpy(name_id, cached_name_id, RL_MEMORY_NAME_ID_BYTES);
+		return;
+	}
 	digest('n', space, name, NULL, full);
 	memcpy(name_id, full, RL_MEMORY_NAME_ID_BYTES);
+	if (len > NAME_ID_CACHE_BYTES)
+		return;
+	if (cached_name == NULL)
+		cached_name = MemoryContextAlloc(TopMemoryContext,
+										 NAME_ID_CACHE_BYTES);
+	memcpy(cached_name, VARDATA_ANY(name), len);
+	memcpy(cached_name_id, name_id, RL_MEMORY_NAME_ID_BYTES);
+	cached_name_len = len;
+	cached_name_space = space;
 }
 
 /*
