@@ -51,6 +51,7 @@
 
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/multixact.h"
 #include "access/stratnum.h"
 #include "access/sysattr.h"
