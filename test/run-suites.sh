@@ -62,6 +62,12 @@ rl_log "unit tests of the algebra"
 suite unit make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" unit
 
 rl_start
+
+# First on the new cluster: the pages read rl_stats, which holds at most
+# ratelimit.stats_max_names names (the suites below use many).
+rl_log "SQL examples of docs/cookbook.md, docs/migrating.md and docs/policies.md (test/docs/examples.pl)"
+suite docs-examples "$RL_REPO/test/run-doc-examples.sh"
+
 CONNECT="--host=$RL_SOCK --port=$RL_PORT --user=postgres"
 
 # pg_regress and pg_isolation_regress; PGOPTIONS picks the path.
