@@ -267,12 +267,13 @@ static void
 reread(RlTarget *target, bool store_may_change, bool new_epoch)
 {
 	RlPolicy	current;
-	uint64		epoch;
-	bool		defined = rl_definition_lookup_at(target->label, &current,
-												  &epoch);
+	bool		defined;
 
 	if (new_epoch)
-		target->epoch = epoch;
+		defined = rl_definition_lookup_at(target->label, &current,
+										  &target->epoch);
+	else
+		defined = rl_definition_lookup(target->label, &current);
 	if (target->defined && !defined)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
