@@ -115,7 +115,8 @@ DROP TABLE ord_call;
 -- What a refused call leaves: nothing.  A call its committed state
 -- refuses is refused before it locks or creates a row, so the limits that
 -- had no row still have none, rows that existed keep their state, and
--- rl_gc finds nothing to delete.
+-- rl_gc finds nothing of them to delete (it may delete other suites' rows
+-- that went idle on the real clock meanwhile: their count is not shown).
 SELECT rl_define('left_bucket', 'token bucket', 10, '1 hour');
 SELECT rl_define('left_window', 'fixed window', 10, '1 hour');
 SELECT rl_define('left_sharded', 'token bucket', 10, '1 hour', shards => 2);
@@ -129,7 +130,7 @@ SELECT name, key, count(*) AS stored_rows, min(stored_value) AS stored_value,
 	bool_and(stored_value = capacity / shards) AS full, bool_and(idle) AS idle
 FROM rl_status WHERE name LIKE 'left\_%'
 GROUP BY name, key ORDER BY name, key;
-SELECT rl_gc(1000) AS removed;
+SELECT rl_gc(1000) >= 0 AS collected;
 SELECT name, key, stored_value FROM rl_status WHERE name LIKE 'left\_%'
 ORDER BY name, key;
 

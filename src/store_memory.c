@@ -190,10 +190,7 @@ static void
 memory_decide(const RlTarget *target, RlHeld *held, double count,
 			  bool reserve, RlAnswer *answer)
 {
-	void	   *k = held->store_data;
-
-	hold_memory(target, k, held);
-	held->store_data = k;
+	hold_memory(target, held->store_data, held);
 	rl_decide_held(target, held, count, reserve, answer);
 }
 
