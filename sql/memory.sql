@@ -364,7 +364,10 @@ FROM generate_series(1, 11);
 SELECT rl_undefine('slow');
 
 ------------------------------------------------------------------ observability
-SELECT memory_storage, memory_max_keys > 0 AS has_room, memory_keys >= 0 AS counts_keys,
+-- (where the store lives: shared memory when preloaded, the DSM registry on
+-- 17 and later when not: test/t/015_memory_not_preloaded.pl tells them apart)
+SELECT memory_storage IN ('shared memory', 'dsm registry') AS has_storage,
+       memory_max_keys > 0 AS has_room, memory_keys >= 0 AS counts_keys,
        memory_full_errors, memory_empty_since
 FROM rl_stats_info;
 SELECT name, calls, granted, refused FROM rl_stats WHERE datname = current_database() AND name IN ('memfw', 'memres') ORDER BY name;
