@@ -13,13 +13,27 @@
 
 #include <math.h>
 
+/* A duration in whole units of unit microseconds, rounded up; 0 if none. */
+static int64_t
+ceil_units(int64_t usecs, int64_t unit)
+{
+	if (usecs <= 0)
+		return 0;
+	return usecs / unit + (usecs % unit != 0);
+}
+
 /* A duration in whole seconds, rounded up: never earlier than the exact. */
 int64_t
 rl_ceil_seconds(int64_t usecs)
 {
-	if (usecs <= 0)
-		return 0;
-	return usecs / RL_USECS_PER_SEC + (usecs % RL_USECS_PER_SEC != 0);
+	return ceil_units(usecs, RL_USECS_PER_SEC);
+}
+
+/* The same in whole milliseconds (rl_result's retry_after_ms). */
+int64_t
+rl_ceil_ms(int64_t usecs)
+{
+	return ceil_units(usecs, 1000);
 }
 
 /* An amount as a structured-field Integer: floor, within [0, max]. */

@@ -25,6 +25,7 @@ typedef struct RlHttpFields
 #define RL_SF_MAX_INTEGER	INT64_C(999999999999999)
 
 extern int64_t rl_ceil_seconds(int64_t usecs);
+extern int64_t rl_ceil_ms(int64_t usecs);
 extern void rl_http_fields(const RlPolicy *policy, bool ok, bool has_retry,
 						   int64_t retry_after, double remaining,
 						   int64_t reset_after, RlHttpFields *fields);

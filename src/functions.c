@@ -38,6 +38,7 @@
 #include "definitions.h"
 #include "direct.h"
 #include "errors.h"
+#include "fields.h"
 #include "gc.h"
 #include "limit.h"
 #include "memory.h"
@@ -240,15 +241,6 @@ add_jitter(const RlTarget *target, bool jitter, RlAnswer *answer)
 										 pg_prng_double(&pg_global_prng_state));
 }
 
-/* Microseconds as whole milliseconds, rounded up: never early. */
-static int64
-usecs_to_ms(int64 usecs)
-{
-	if (usecs <= 0)
-		return 0;
-	return usecs / 1000 + (usecs % 1000 != 0);
-}
-
 /* Whether x is a whole number. */
 static inline bool
 is_whole(double x)
@@ -304,8 +296,8 @@ result_datum(RlCallCache *cache, const RlTarget *target, double count,
 	values[3] = IntervalPGetDatum(rl_usecs_to_interval(answer->reset_after));
 	values[4] = Float8GetDatum(target->policy.capacity);
 	values[5] = BoolGetDatum(answer_allowed(answer));
-	values[6] = Int64GetDatum(usecs_to_ms(answer->retry_after));
-	values[7] = Int64GetDatum(usecs_to_ms(answer->reset_after));
+	values[6] = Int64GetDatum(rl_ceil_ms(answer->retry_after));
+	values[7] = Int64GetDatum(rl_ceil_ms(answer->reset_after));
 	Assert(cache->result_desc->natts <= lengthof(values));
 	return HeapTupleGetDatum(heap_form_tuple(cache->result_desc, values, nulls));
 }
@@ -600,7 +592,7 @@ all_result_datum(RlCallCache *cache, const RlTarget *targets,
 	{
 		values[1] = IntervalPGetDatum(rl_usecs_to_interval(longest));
 		nulls[1] = false;
-		values[8] = Int64GetDatum(usecs_to_ms(longest));
+		values[8] = Int64GetDatum(rl_ceil_ms(longest));
 		nulls[8] = false;
 	}
 
@@ -615,7 +607,7 @@ all_result_datum(RlCallCache *cache, const RlTarget *targets,
 	values[5] = IntervalPGetDatum(rl_usecs_to_interval(answers[tightest].reset_after));
 	values[6] = Float8GetDatum(targets[tightest].policy.capacity);
 	values[7] = BoolGetDatum(allowed);
-	values[9] = Int64GetDatum(usecs_to_ms(answers[tightest].reset_after));
+	values[9] = Int64GetDatum(rl_ceil_ms(answers[tightest].reset_after));
 	if (refused >= 0)
 	{
 		values[2] = PointerGetDatum(targets[refused].label);

@@ -869,6 +869,8 @@ run_http(void)
 	rl_http_fields(&huge, true, false, 0, 1e15, 0, &f);
 	expect(f.quota == RL_SF_MAX_INTEGER && f.remaining == RL_SF_MAX_INTEGER &&
 		   f.window == 1, "http: capped at the largest sf-integer");
+	expect(rl_ceil_ms(1) == 1 && rl_ceil_ms(1000) == 1 && rl_ceil_ms(1001) == 2 &&
+		   rl_ceil_ms(0) == 0 && rl_ceil_ms(-5) == 0, "rl_ceil_ms rounds up");
 	expect(rl_ceil_seconds(1) == 1 && rl_ceil_seconds(SEC) == 1 &&
 		   rl_ceil_seconds(SEC + 1) == 2 && rl_ceil_seconds(0) == 0,
 		   "http: seconds round up");
