@@ -544,6 +544,41 @@ COMMENT ON FUNCTION @extschema@.rl_reset(text, uuid, @extschema@.rl_policy) IS
 	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
 
+-- Plans (1.3): named classes of a defined rate limit ("free", "pro"),
+-- each with the rate, period, capacity and max_reserved an override has.
+-- A key is assigned to one by a row of rl_overrides that names the plan
+-- instead of carrying numbers.  The same triggers as rl_definitions keep
+-- every backend's cached plans fresh.
+CREATE TABLE @extschema@.rl_plans (
+	name text COLLATE "C" NOT NULL,
+	plan text COLLATE "C" NOT NULL
+		CHECK (octet_length(plan) OPERATOR(pg_catalog.>=) 1
+			AND octet_length(plan) OPERATOR(pg_catalog.<=) 256),
+	rate float8 NOT NULL,
+	period interval,
+	capacity float8 NOT NULL,
+	max_reserved float8,
+	PRIMARY KEY (name, plan)
+);
+COMMENT ON TABLE @extschema@.rl_plans IS
+	'plans of named rate limits: a named policy for the keys assigned to it; write them with rl_plan() and rl_unplan(), assign keys with rl_assign() and rl_unassign()';
+COMMENT ON COLUMN @extschema@.rl_plans.period IS
+	'NULL: the definition''s period, whatever it becomes';
+REVOKE ALL ON TABLE @extschema@.rl_plans FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_plans', '');
+CREATE TRIGGER rl_plans_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rl_plans
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_plans_changed ON @extschema@.rl_plans IS
+	'keeps the per-backend override caches fresh';
+ALTER TABLE @extschema@.rl_plans ENABLE ALWAYS TRIGGER rl_plans_changed;
+CREATE TRIGGER rl_plans_row_changed
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.rl_plans
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_plans_row_changed ON @extschema@.rl_plans IS
+	'keeps the per-backend override caches fresh, also for changes a logical-replication worker applies';
+ALTER TABLE @extschema@.rl_plans ENABLE ALWAYS TRIGGER rl_plans_row_changed;
+
 -- Per-key overrides (1.3): a key of a defined rate limit may carry its own
 -- rate, period, capacity and max_reserved; every other column (kind,
 -- shards, start, storage, shadow, block_for and its escalation) is the
@@ -556,14 +591,24 @@ CREATE TABLE @extschema@.rl_overrides (
 	key text COLLATE "C" NOT NULL
 		CHECK (octet_length(key) OPERATOR(pg_catalog.>=) 1
 			AND octet_length(key) OPERATOR(pg_catalog.<=) 1024),
-	rate float8 NOT NULL,
+	rate float8,
 	period interval,
-	capacity float8 NOT NULL,
+	capacity float8,
 	max_reserved float8,
-	PRIMARY KEY (name, key)
+	plan text COLLATE "C",
+	PRIMARY KEY (name, key),
+	-- rl_unplan refuses a plan that keys are assigned to; so does this
+	FOREIGN KEY (name, plan) REFERENCES @extschema@.rl_plans (name, plan),
+	-- a key has numbers of its own or a plan, not both
+	CONSTRAINT rl_overrides_own_or_plan CHECK (
+		(plan IS NULL AND rate IS NOT NULL AND capacity IS NOT NULL)
+		OR (plan IS NOT NULL AND rate IS NULL AND period IS NULL
+			AND capacity IS NULL AND max_reserved IS NULL))
 );
 COMMENT ON TABLE @extschema@.rl_overrides IS
-	'per-key overrides of named rate limits: the policy of one key of a defined limit; write them with rl_override() and rl_unoverride()';
+	'per-key overrides of named rate limits: the policy of one key of a defined limit, its own numbers or a plan of rl_plans; write them with rl_override() and rl_unoverride(), rl_assign() and rl_unassign()';
+COMMENT ON COLUMN @extschema@.rl_overrides.plan IS
+	'the plan (rl_plans) whose numbers the key has; NULL for an override with numbers of its own';
 COMMENT ON COLUMN @extschema@.rl_overrides.key IS
 	'the key, as rl_limit takes it (text; a number as its text)';
 COMMENT ON COLUMN @extschema@.rl_overrides.period IS
@@ -604,6 +649,44 @@ LANGUAGE C VOLATILE STRICT SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_unoverride(text, text) IS
 	'drop the override of one key: it follows the definition again; false when it had none';
 REVOKE ALL ON FUNCTION @extschema@.rl_unoverride(text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_plan(
+	name text,
+	plan text,
+	rate float8,
+	period interval DEFAULT NULL,
+	capacity float8 DEFAULT NULL,
+	max_reserved float8 DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_plan'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_plan(text, text, float8, interval, float8, float8) IS
+	'create or replace a plan of a named rate limit: its rate per period (default: the definition''s period), capacity (default: the rate) and max_reserved, for every key assigned to it';
+REVOKE ALL ON FUNCTION @extschema@.rl_plan(text, text, float8, interval, float8, float8) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_unplan(name text, plan text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_unplan'
+LANGUAGE C VOLATILE STRICT SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_unplan(text, text) IS
+	'drop a plan that no key is assigned to; false when there was none';
+REVOKE ALL ON FUNCTION @extschema@.rl_unplan(text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_assign(name text, key text, plan text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_assign'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_assign(text, text, text) IS
+	'assign one key of a named rate limit to a plan, replacing its plan or override; the key keeps what it consumed';
+REVOKE ALL ON FUNCTION @extschema@.rl_assign(text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_unassign(name text, key text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_unassign'
+LANGUAGE C VOLATILE STRICT SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_unassign(text, text) IS
+	'take one key off its plan: it follows the definition again and keeps what it consumed; false when it had no plan';
+REVOKE ALL ON FUNCTION @extschema@.rl_unassign(text, text) FROM PUBLIC;
 
 -- rl_headers' key argument (1.3): the fields of a key with an override.
 DROP FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy);
@@ -702,15 +785,20 @@ SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	(p.p).max_reserved,
 	(p.p).start,
 	(p.p).time_zone,
-	s.prev AS stored_prev
+	s.prev AS stored_prev,
+	o.plan
 FROM @extschema@.rate_limits s
 LEFT JOIN @extschema@.rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
 LEFT JOIN @extschema@.rl_overrides o ON o.name OPERATOR(pg_catalog.=) d.name
 	AND o.key OPERATOR(pg_catalog.=) s.key
+LEFT JOIN @extschema@.rl_plans pl ON pl.name OPERATOR(pg_catalog.=) o.name
+	AND pl.plan OPERATOR(pg_catalog.=) o.plan
 CROSS JOIN LATERAL (SELECT CASE WHEN o.name IS NOT NULL THEN
-		ROW(d.kind, o.rate, COALESCE(o.period, d.period), o.capacity,
-			o.max_reserved, d.shards, d.start, d.storage,
-			d.time_zone)::@extschema@.rl_policy
+		ROW(d.kind, COALESCE(o.rate, pl.rate),
+			COALESCE(o.period, pl.period, d.period),
+			COALESCE(o.capacity, pl.capacity),
+			COALESCE(o.max_reserved, pl.max_reserved), d.shards, d.start,
+			d.storage, d.time_zone)::@extschema@.rl_policy
 	WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
 			d.start, d.storage, d.time_zone)::@extschema@.rl_policy
@@ -723,6 +811,7 @@ COMMENT ON COLUMN @extschema@.rl_status.value IS 'tokens now (negative while a r
 COMMENT ON COLUMN @extschema@.rl_status.start IS 'fixed and sliding window: a window start given with the policy; NULL for a phase derived from the name and key';
 COMMENT ON COLUMN @extschema@.rl_status.reset_after IS 'token bucket and sliding window: until full again; fixed window: until the next window';
 COMMENT ON COLUMN @extschema@.rl_status.stored_prev IS 'sliding window: prev as stored in rate_limits, the count of the window before ts''s; NULL for the other kinds';
+COMMENT ON COLUMN @extschema@.rl_status.plan IS 'the plan the key is assigned to (rl_assign); NULL for none';
 
 -- The privileges granted by hand on functions dropped above, granted on
 -- their successors.  A GRANT in an extension script is also recorded as
@@ -823,12 +912,17 @@ VALUES
 	('app', 'rl_penalize', 'EXECUTE'),
 	('app', 'rl_block', 'EXECUTE'),
 	('app', 'rl_reset', 'EXECUTE'),
+	-- move a key between the plans an operator made (a customer upgrades)
+	('app', 'rl_assign', 'EXECUTE'),
+	('app', 'rl_unassign', 'EXECUTE'),
 	-- define and drop limits and overrides, clean up, read every key
 	('admin', 'rl_define', 'EXECUTE'),
 	('admin', 'rl_define_concurrency', 'EXECUTE'),
 	('admin', 'rl_undefine', 'EXECUTE'),
 	('admin', 'rl_override', 'EXECUTE'),
 	('admin', 'rl_unoverride', 'EXECUTE'),
+	('admin', 'rl_plan', 'EXECUTE'),
+	('admin', 'rl_unplan', 'EXECUTE'),
 	('admin', 'rl_gc', 'EXECUTE'),
 	('admin', 'rl_gc_memory', 'EXECUTE'),
 	('admin', 'rl_memory_forget', 'EXECUTE'),
@@ -843,13 +937,14 @@ VALUES
 	('admin', 'rl_permits', 'SELECT'),
 	('admin', 'rl_lease_status', 'SELECT'),
 	('admin', 'rl_grant_sets', 'SELECT'),
-	-- the triggers of rl_definitions and rl_overrides call these
+	-- the triggers of rl_definitions, rl_overrides and rl_plans call these
 	('none', 'rl_definitions_changed', NULL),
 	('none', 'rl_definitions_guard', NULL),
 	-- written only through the functions above
 	('none', 'rate_limits', NULL),
 	('none', 'rl_definitions', NULL),
 	('none', 'rl_overrides', NULL),
+	('none', 'rl_plans', NULL),
 	('none', 'rl_leases', NULL),
 	-- granting them would let a role grant
 	('none', 'rl_grant_set', NULL),
@@ -935,7 +1030,7 @@ BEGIN ATOMIC
 	SELECT @extschema@.rl_grant_set('app', role, false);
 END;
 COMMENT ON FUNCTION @extschema@.rl_grant_app(regrole) IS
-	'grant a role what an application calls: rl_limit, rl_check, rl_value, rl_limit_all, rl_headers, rl_refund, rl_penalize, rl_block, rl_reset, concurrency permits and leases (every overload; rl_grant_sets lists them); the extension''s owner or a superuser only';
+	'grant a role what an application calls: rl_limit, rl_check, rl_value, rl_limit_all, rl_headers, rl_refund, rl_penalize, rl_block, rl_reset, rl_assign, rl_unassign, concurrency permits and leases (every overload; rl_grant_sets lists them); the extension''s owner or a superuser only';
 REVOKE ALL ON FUNCTION @extschema@.rl_grant_app(regrole) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_grant_admin(role regrole)
@@ -945,7 +1040,7 @@ BEGIN ATOMIC
 	SELECT @extschema@.rl_grant_set('admin', role, false);
 END;
 COMMENT ON FUNCTION @extschema@.rl_grant_admin(regrole) IS
-	'grant a role what a migration or an operator calls: rl_define, rl_define_concurrency, rl_undefine, rl_override, rl_unoverride, rl_gc, rl_stats_reset and the views rl_status, rl_stats (rl_grant_sets lists them); the extension''s owner or a superuser only';
+	'grant a role what a migration or an operator calls: rl_define, rl_define_concurrency, rl_undefine, rl_override, rl_unoverride, rl_plan, rl_unplan, rl_gc, rl_stats_reset and the views rl_status, rl_stats (rl_grant_sets lists them); the extension''s owner or a superuser only';
 REVOKE ALL ON FUNCTION @extschema@.rl_grant_admin(regrole) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_revoke_app(role regrole)

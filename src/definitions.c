@@ -69,7 +69,9 @@ typedef struct RlDefinitionEntry
 /*
  * Overrides (rl_overrides) are cached the same way, per (name, key) asked
  * for, found or not, and only for names whose definition says they have
- * some: a change to either table forgets both caches.
+ * some: a change to either table forgets both caches.  A key assigned to a
+ * plan (rl_plans) is an override that takes the plan's numbers, so a
+ * change to rl_plans forgets them too.
  */
 #define OVERRIDES_CACHE_MAX 1000
 #define OVERRIDE_KEY_BYTES (RL_MAX_NAME_BYTES + 1 + RL_MAX_KEY_BYTES + 1)
@@ -85,6 +87,7 @@ static HTAB *cache = NULL;
 static HTAB *override_cache = NULL;
 static Oid	cache_relid = InvalidOid;	/* rl_definitions, once known */
 static Oid	cache_overrides_relid = InvalidOid; /* rl_overrides, once known */
+static Oid	cache_plans_relid = InvalidOid; /* rl_plans, once known */
 static uint64 generation = 0;	/* counts invalidations */
 static bool callback_registered = false;
 
@@ -107,25 +110,27 @@ forget_definitions(void)
 
 /*
  * Relcache invalidation callback: forget everything on a change to
- * rl_definitions, or on a cache reset (relid InvalidOid).  Which table
- * that is gets looked up again too: it may be gone, or new.
+ * rl_definitions, rl_overrides or rl_plans, or on a cache reset (relid
+ * InvalidOid).  Which tables those are gets looked up again too: they may
+ * be gone, or new.
  */
 static void
 invalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == cache_relid ||
-		relid == cache_overrides_relid)
+		relid == cache_overrides_relid || relid == cache_plans_relid)
 	{
 		forget_definitions();
 		cache_relid = InvalidOid;
 		cache_overrides_relid = InvalidOid;
+		cache_plans_relid = InvalidOid;
 	}
 }
 
 /*
- * Learn which tables rl_definitions and rl_overrides are, before reading
- * either, so that an invalidation of them that arrives during the read is
- * recognised (invalidate resets both).
+ * Learn which tables rl_definitions, rl_overrides and rl_plans are, before
+ * reading any, so that an invalidation of them that arrives during the
+ * read is recognised (invalidate resets all three).
  */
 static void
 know_tables(void)
@@ -134,6 +139,7 @@ know_tables(void)
 		return;
 	cache_relid = rl_storage_definitions_relid();
 	cache_overrides_relid = rl_storage_overrides_relid();
+	cache_plans_relid = rl_storage_plans_relid();
 }
 
 /*
@@ -458,9 +464,10 @@ rl_definitions_changed(PG_FUNCTION_ARGS)
 /*
  * The policy of one key of a defined name that has overrides (the policy
  * rl_definition_lookup returned, in policy): its override's rate, period,
- * capacity and max_reserved replace the definition's.  False, policy
- * unchanged, when the key has none.  Cached as definitions are, while the
- * changes to both tables reach every backend.  Needs rl_storage_begin.
+ * capacity and max_reserved, or those of the plan it is assigned to,
+ * replace the definition's.  False, policy unchanged, when the key has
+ * none.  Cached as definitions are, while the changes to the three tables
+ * reach every backend.  Needs rl_storage_begin.
  */
 bool
 rl_override_lookup(text *name, text *key, RlPolicy *policy)
@@ -475,6 +482,7 @@ rl_override_lookup(text *name, text *key, RlPolicy *policy)
 	RlPolicy	result = *policy;
 	uint64		seen;
 	Oid			relid;
+	Oid			plans_relid;
 
 	Assert(nlen <= RL_MAX_NAME_BYTES && klen <= RL_MAX_KEY_BYTES);
 	memset(hkey, 0, sizeof(hkey));
@@ -496,12 +504,15 @@ rl_override_lookup(text *name, text *key, RlPolicy *policy)
 
 	know_tables();
 	relid = cache_overrides_relid;
+	plans_relid = cache_plans_relid;
 	seen = generation;
 	overridden = rl_storage_get_override(name, key, &result);
 	if (overridden)
 		*policy = result;
 	if (generation != seen || !OidIsValid(relid) ||
 		!changes_reach_us(relid, "rl_overrides_row_changed") ||
+		!OidIsValid(plans_relid) ||
+		!changes_reach_us(plans_relid, "rl_plans_row_changed") ||
 		!last_tracked)
 		return overridden;
 	if (override_cache == NULL ||

@@ -85,6 +85,10 @@ PG_FUNCTION_INFO_V1(rl_define);
 PG_FUNCTION_INFO_V1(rl_undefine);
 PG_FUNCTION_INFO_V1(rl_override);
 PG_FUNCTION_INFO_V1(rl_unoverride);
+PG_FUNCTION_INFO_V1(rl_plan);
+PG_FUNCTION_INFO_V1(rl_unplan);
+PG_FUNCTION_INFO_V1(rl_assign);
+PG_FUNCTION_INFO_V1(rl_unassign);
 PG_FUNCTION_INFO_V1(rl_token_bucket);
 PG_FUNCTION_INFO_V1(rl_fixed_window);
 PG_FUNCTION_INFO_V1(rl_sliding_window);
@@ -807,45 +811,38 @@ overridable(text *name)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("rate limit \"%s\" does not exist",
 						text_to_cstring(name)),
-				 errhint("Define it with rl_define() first: an override changes one key of a defined limit.")));
+				 errhint("Define it with rl_define() first: overrides and plans change keys of a defined limit.")));
 	if (RL_KIND_IS_CONCURRENCY(policy.kind))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("rate limit \"%s\" is a concurrency limit",
 						text_to_cstring(name)),
-				 errdetail("Only a rate limit's keys can have overrides.")));
+				 errdetail("Only a rate limit's keys can have overrides or plans.")));
 	return policy;
 }
 
 /*
- * rl_override(name, key, rate, period, capacity, max_reserved): create or
- * replace the override of one key of a defined rate limit.  period NULL
- * follows the definition's (a calendar limit's must); capacity NULL is the
- * rate, as in rl_define.  Checked as the whole policy the key then has.
+ * The numbers of an override or a plan (rl_override, rl_plan): arguments
+ * 2 to 5, rate, period, capacity and max_reserved, into values[2..5] for
+ * rl_storage_put_override.  period NULL follows the definition's (a
+ * calendar limit's must); capacity NULL is the rate, as in rl_define.
+ * Checked as the whole policy a key then has.
  */
-Datum
-rl_override(PG_FUNCTION_ARGS)
+static void
+own_numbers(FunctionCallInfo fcinfo, text *name, bool plan, Datum *values,
+			bool *nulls)
 {
-	RlCallCache *cache = call_cache(fcinfo);
-	text	   *name = call_name(fcinfo);
-	RlTarget	target;
-	RlPolicy	policy;
-	Datum		values[6];
-	bool		nulls[6] = {false};
+	RlPolicy	policy = overridable(name);
 	const char *problem;
 
-	require_arg(fcinfo, 1, "key");
-	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
-	require_arg(fcinfo, 2, "rate");
-
-	rl_storage_begin_writing(cache->nspid, "rl_override()");
-	policy = overridable(name);
 	policy.rate = PG_GETARG_FLOAT8(2);
 	if (!PG_ARGISNULL(3))
 	{
 		if (policy.calendar.unit != RL_CALENDAR_NONE)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 plan ?
+					 errmsg("a plan of a calendar limit cannot have a period") :
 					 errmsg("an override of a calendar limit cannot have a period"),
 					 errdetail("Its windows are the definition's; pass period => NULL.")));
 		policy.period = rl_period_usecs(PG_GETARG_INTERVAL_P(3));
@@ -859,15 +856,37 @@ rl_override(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s", problem)));
 
-	values[0] = PointerGetDatum(name);
-	values[1] = PointerGetDatum(target.key);
 	values[2] = Float8GetDatum(policy.rate);
 	nulls[3] = PG_ARGISNULL(3);
 	values[3] = nulls[3] ? (Datum) 0 : PG_GETARG_DATUM(3);
 	values[4] = Float8GetDatum(policy.capacity);
 	nulls[5] = !policy.has_max_reserved;
 	values[5] = Float8GetDatum(policy.max_reserved);
-	rl_storage_put_override(values, nulls);
+}
+
+/*
+ * rl_override(name, key, rate, period, capacity, max_reserved): create or
+ * replace the override of one key of a defined rate limit (an assignment
+ * to a plan too: a key has one or the other).
+ */
+Datum
+rl_override(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	RlTarget	target;
+	Datum		values[6];
+	bool		nulls[6] = {false};
+
+	require_arg(fcinfo, 1, "key");
+	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
+	require_arg(fcinfo, 2, "rate");
+
+	rl_storage_begin_writing(cache->nspid, "rl_override()");
+	values[0] = PointerGetDatum(name);
+	values[1] = PointerGetDatum(target.key);
+	own_numbers(fcinfo, name, false, values, nulls);
+	rl_storage_put_override(values, nulls, false);
 	rl_storage_end();
 	PG_RETURN_VOID();
 }
@@ -887,6 +906,174 @@ rl_unoverride(PG_FUNCTION_ARGS)
 	found = rl_storage_delete_override(name, target.key);
 	rl_storage_end();
 	PG_RETURN_BOOL(found);
+}
+
+/* A plan's name argument: given, not empty, at most RL_MAX_NAME_BYTES. */
+static text *
+plan_arg(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *plan;
+	int			len;
+
+	require_arg(fcinfo, argno, "plan");
+	plan = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(plan);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("plan name must not be empty")));
+	if (len > RL_MAX_NAME_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("plan name is too long"),
+				 errdetail("The name is %d bytes; the limit is %d.",
+						   len, RL_MAX_NAME_BYTES)));
+	return plan;
+}
+
+/*
+ * rl_plan(name, plan, rate, period, capacity, max_reserved): create or
+ * replace a plan of a defined rate limit, checked as rl_override checks
+ * an override.  Its keys take the new numbers at their next call, each
+ * keeping what it has left, as after a change of an override.
+ */
+Datum
+rl_plan(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	Datum		values[6];
+	bool		nulls[6] = {false};
+
+	values[0] = PointerGetDatum(name);
+	values[1] = PointerGetDatum(plan_arg(fcinfo, 1));
+	require_arg(fcinfo, 2, "rate");
+
+	rl_storage_begin_writing(cache->nspid, "rl_plan()");
+	own_numbers(fcinfo, name, true, values, nulls);
+	rl_storage_put_override(values, nulls, true);
+	rl_storage_end();
+	PG_RETURN_VOID();
+}
+
+/*
+ * rl_unplan(name, plan): drop a plan; whether there was one.  Refused
+ * while keys are assigned to it: dropping it would move them all to the
+ * definition at once, unasked.
+ */
+Datum
+rl_unplan(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	text	   *plan = plan_arg(fcinfo, 1);
+	int64		assigned;
+	bool		found;
+
+	rl_storage_begin_writing(cache->nspid, "rl_unplan()");
+	(void) overridable(name);
+	found = rl_storage_delete_plan(name, plan, &assigned);
+	if (assigned > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("plan \"%s\" of rate limit \"%s\" has keys assigned to it",
+						text_to_cstring(plan), text_to_cstring(name)),
+				 errdetail("Keys assigned to it: " INT64_FORMAT ".", assigned),
+				 errhint("Move them with rl_assign() or rl_unassign() first.")));
+	rl_storage_end();
+	PG_RETURN_BOOL(found);
+}
+
+/*
+ * Move a key to plan (NULL: off its plan, to the definition), keeping what
+ * it consumed: false, nothing changed, when it had no plan to leave.
+ *
+ * The key's state is first brought to now under the policy it had (held,
+ * for a table limit, until the transaction ends): the time since its last
+ * call refills at the old rate.  v is then its value; under the new
+ * capacity it holds v plus the difference of the capacities, so an upgrade
+ * keeps what was taken and a reservation's debt is never forgiven.  A
+ * downgrade takes it no lower than 0, or than a debt it already had: it is
+ * refused until it refills, not for longer.  What the key holds under the
+ * new policy is set to that by a refund or a penalty.  A blocked key stays
+ * blocked, and refills under the new policy once the block is over.
+ */
+static bool
+change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	RlTarget	target;
+	double		before;
+	RlState		state;
+	double		delta;
+	double		wanted;
+	double		now_value;
+	RlPolicy	row_policy;
+
+	require_arg(fcinfo, 1, "key");
+	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
+	rl_storage_begin_writing(cache->nspid, cmdname);
+	(void) overridable(name);
+	rl_storage_lock_definition(name);
+
+	rl_target_resolve(&target, NULL);
+	require_writable(&target, cmdname);
+	before = target.policy.capacity;
+	state = rl_adjust(&target, RL_ADJUST_PENALIZE, 0, 0);
+	if (!rl_storage_assign(name, target.key, plan))
+	{
+		if (plan != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("plan \"%s\" of rate limit \"%s\" does not exist",
+							text_to_cstring(plan), text_to_cstring(name)),
+					 errhint("Create it with rl_plan() first.")));
+		rl_storage_end();
+		return false;
+	}
+
+	rl_target_resolve(&target, NULL);
+	row_policy = rl_target_row_policy(&target);
+	if (target.policy.shards == 1 &&
+		rl_state_is_blocked(&row_policy, target.origin, state,
+							rl_clock_now()))
+	{
+		rl_storage_end();
+		return true;
+	}
+	delta = target.policy.capacity - before;
+	wanted = delta > 0 ? state.value + delta :
+		fmax(state.value + delta, fmin(state.value, 0));
+	now_value = rl_current(&target).value;
+	if (wanted > now_value)
+		(void) rl_adjust(&target, RL_ADJUST_REFUND, wanted - now_value, 0);
+	else if (wanted < now_value)
+		(void) rl_adjust(&target, RL_ADJUST_PENALIZE, now_value - wanted, 0);
+	rl_storage_end();
+	return true;
+}
+
+/*
+ * rl_assign(name, key, plan): assign one key of a defined rate limit to a
+ * plan, replacing its plan or its override; it keeps what it consumed.
+ */
+Datum
+rl_assign(PG_FUNCTION_ARGS)
+{
+	(void) change_plan(fcinfo, plan_arg(fcinfo, 2), "rl_assign()");
+	PG_RETURN_VOID();
+}
+
+/*
+ * rl_unassign(name, key): take a key off its plan; it follows the
+ * definition again, keeping what it consumed.  False when it had no plan
+ * (an override of its own stays).
+ */
+Datum
+rl_unassign(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(change_plan(fcinfo, NULL, "rl_unassign()"));
 }
 
 /*

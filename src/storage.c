@@ -100,6 +100,14 @@ typedef enum RlPlanId
 	PLAN_PUT_OVERRIDE,
 	PLAN_DELETE_OVERRIDE,
 	PLAN_DELETE_NAME_OVERRIDES,
+	/* plans: rl_plans exists from version 1.3 on */
+	PLAN_PUT_PLAN,
+	PLAN_PLAN_ASSIGNED,
+	PLAN_DELETE_PLAN,
+	PLAN_DELETE_NAME_PLANS,
+	PLAN_ASSIGN,
+	PLAN_UNASSIGN,
+	PLAN_LOCK_DEFINITION,
 	PLAN_DELETE_STORED_KEY,		/* rl_reset's config: from 1.3 on */
 	PLAN_COUNT
 } RlPlanId;
@@ -254,9 +262,14 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
 		2, {TIMESTAMPTZOID, INT8OID}
 	},
+	/* a key's own numbers, or its plan's (rl_overrides_own_or_plan) */
 	[PLAN_GET_OVERRIDE] = {
-		"SELECT rate, period, capacity, max_reserved FROM ONLY %s.rl_overrides"
-		" WHERE name" EQ "$1 AND key" EQ "$2",
+		"SELECT COALESCE(o.rate, p.rate), COALESCE(o.period, p.period),"
+		" COALESCE(o.capacity, p.capacity),"
+		" COALESCE(o.max_reserved, p.max_reserved)"
+		" FROM ONLY %s.rl_overrides o LEFT JOIN ONLY %s.rl_plans p"
+		" ON p.name" EQ "o.name AND p.plan" EQ "o.plan"
+		" WHERE o.name" EQ "$1 AND o.key" EQ "$2",
 		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_PUT_OVERRIDE] = {
@@ -265,15 +278,58 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" VALUES ($1, $2, $3, $4, $5, $6)"
 		" ON CONFLICT (name, key) DO UPDATE SET rate = excluded.rate,"
 		" period = excluded.period, capacity = excluded.capacity,"
-		" max_reserved = excluded.max_reserved",
+		" max_reserved = excluded.max_reserved, plan = excluded.plan",
 		6, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID}
 	},
 	[PLAN_DELETE_OVERRIDE] = {
-		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1 AND key" EQ "$2",
+		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1 AND key" EQ "$2"
+		" AND plan IS NULL",
 		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_DELETE_NAME_OVERRIDES] = {
 		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
+	[PLAN_PUT_PLAN] = {
+		"INSERT INTO %s.rl_plans AS p"
+		" (name, plan, rate, period, capacity, max_reserved)"
+		" VALUES ($1, $2, $3, $4, $5, $6)"
+		" ON CONFLICT (name, plan) DO UPDATE SET rate = excluded.rate,"
+		" period = excluded.period, capacity = excluded.capacity,"
+		" max_reserved = excluded.max_reserved",
+		6, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID}
+	},
+	[PLAN_PLAN_ASSIGNED] = {
+		"SELECT pg_catalog.count(*) FROM ONLY %s.rl_overrides"
+		" WHERE name" EQ "$1 AND plan" EQ "$2",
+		2, {TEXTOID, TEXTOID}
+	},
+	[PLAN_DELETE_PLAN] = {
+		"DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1 AND plan" EQ "$2",
+		2, {TEXTOID, TEXTOID}
+	},
+	[PLAN_DELETE_NAME_PLANS] = {
+		"DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
+	/* the plan must exist; the foreign key keeps it while assigned */
+	[PLAN_ASSIGN] = {
+		"INSERT INTO %s.rl_overrides AS o (name, key, plan)"
+		" SELECT p.name, $2, p.plan FROM ONLY %s.rl_plans p"
+		" WHERE p.name" EQ "$1 AND p.plan" EQ "$3"
+		" ON CONFLICT (name, key) DO UPDATE SET rate = NULL, period = NULL,"
+		" capacity = NULL, max_reserved = NULL, plan = excluded.plan",
+		3, {TEXTOID, TEXTOID, TEXTOID}
+	},
+	[PLAN_UNASSIGN] = {
+		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1 AND key" EQ "$2"
+		" AND plan IS NOT NULL",
+		2, {TEXTOID, TEXTOID}
+	},
+	/* one change of a name's key assignments at a time */
+	[PLAN_LOCK_DEFINITION] = {
+		"SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
+		" FOR NO KEY UPDATE",
 		1, {TEXTOID}
 	},
 	[PLAN_DELETE_STORED_KEY] = {
@@ -711,7 +767,11 @@ rl_storage_delete_definition(text *name)
 		return false;
 	run_plan(PLAN_DELETE_NAME, args, NULL, false, SPI_OK_DELETE);
 	if (plans_storage)
+	{
+		/* the assignments first: they refer to the plans */
 		run_plan(PLAN_DELETE_NAME_OVERRIDES, args, NULL, false, SPI_OK_DELETE);
+		run_plan(PLAN_DELETE_NAME_PLANS, args, NULL, false, SPI_OK_DELETE);
+	}
 	return true;
 }
 
@@ -755,15 +815,69 @@ rl_storage_get_override(text *name, text *key, RlPolicy *policy)
 	return true;
 }
 
-/* Create or replace an override (checked); the six values in order. */
+/*
+ * Create or replace an override, or with plan a plan (checked): the six
+ * values in order, the second the key or the plan's name.
+ */
 void
-rl_storage_put_override(Datum *values, bool *nulls)
+rl_storage_put_override(Datum *values, bool *nulls, bool plan)
 {
 	char		argnulls[6];
 
 	for (int i = 0; i < 6; i++)
 		argnulls[i] = nulls[i] ? 'n' : ' ';
-	run_plan(PLAN_PUT_OVERRIDE, values, argnulls, false, SPI_OK_INSERT);
+	run_plan(plan ? PLAN_PUT_PLAN : PLAN_PUT_OVERRIDE, values, argnulls,
+			 false, SPI_OK_INSERT);
+}
+
+/*
+ * Delete a plan no key is assigned to: false when there was none;
+ * *assigned receives how many keys are (the plan then stays).
+ */
+bool
+rl_storage_delete_plan(text *name, text *plan, int64 *assigned)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(plan)};
+	Datum		count;
+
+	run_plan(PLAN_PLAN_ASSIGNED, args, NULL, false, SPI_OK_SELECT);
+	*assigned = result_column(0, 1, &count) ? DatumGetInt64(count) : 0;
+	if (*assigned > 0)
+		return true;
+	run_plan(PLAN_DELETE_PLAN, args, NULL, false, SPI_OK_DELETE);
+	return SPI_processed > 0;
+}
+
+/*
+ * Assign a key to a plan (plan not NULL), replacing its plan or override,
+ * or take it off its plan (NULL); false when there was no such plan, or
+ * the key had none to take off.  The name's definition row stays locked
+ * until the transaction ends, so that a name's assignments change one at
+ * a time (rl_assign reads the policy they replace).
+ */
+bool
+rl_storage_assign(text *name, text *key, text *plan)
+{
+	Datum		args[3] = {PointerGetDatum(name), PointerGetDatum(key),
+	PointerGetDatum(plan)};
+
+	if (plan != NULL)
+		run_plan(PLAN_ASSIGN, args, NULL, false, SPI_OK_INSERT);
+	else
+		run_plan(PLAN_UNASSIGN, args, NULL, false, SPI_OK_DELETE);
+	return SPI_processed > 0;
+}
+
+/*
+ * Lock a name's definition row until the transaction ends (rl_assign,
+ * rl_unassign): calls read it without a lock, and are not held up.
+ */
+void
+rl_storage_lock_definition(text *name)
+{
+	Datum		args[1] = {PointerGetDatum(name)};
+
+	run_plan(PLAN_LOCK_DEFINITION, args, NULL, false, SPI_OK_SELECT);
 }
 
 /* Delete an override; false when there was none. */
@@ -781,6 +895,13 @@ Oid
 rl_storage_overrides_relid(void)
 {
 	return get_relname_relid("rl_overrides", storage_nspid);
+}
+
+/* The table rl_plans of the schema rl_storage_begin opened. */
+Oid
+rl_storage_plans_relid(void)
+{
+	return get_relname_relid("rl_plans", storage_nspid);
 }
 
 /* The parameters that address one state row. */
