@@ -49,7 +49,8 @@ SELECT pg_describe_object(m.classid, m.objid, m.objsubid) AS object,
                                           FROM pg_index i WHERE i.indrelid = c.oid), '')
               || coalesce(' view ' || pg_get_viewdef(c.oid), '')
               || coalesce(' triggers ' || (SELECT string_agg(pg_get_triggerdef(t.oid) || ' enabled ' || t.tgenabled::text, '; ' ORDER BY t.tgname)
-                                           FROM pg_trigger t WHERE t.tgrelid = c.oid), '')
+                                           FROM pg_trigger t WHERE t.tgrelid = c.oid
+                                           AND NOT t.tgisinternal), '')
               || CASE WHEN c.oid = ANY (e.extconfig) THEN ' dumped' ELSE '' END
        FROM pg_class c, pg_extension e WHERE c.oid = m.objid AND e.extname = 'ratelimit')
     ELSE 'other'
