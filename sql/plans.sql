@@ -61,6 +61,9 @@ SELECT remaining FROM rl_check('api_m', 'cust');
 SELECT rl_unassign('api', 'cust');
 SELECT rl_unassign('api', 'cust');
 SELECT rl_unassign('api_m', 'cust');
+-- a key with no plan: false, and its state is not touched (no row made)
+SELECT rl_unassign('api', 'never');
+SELECT count(*) FROM rate_limits WHERE name = 'api' AND key = 'never';
 SELECT remaining FROM rl_check('api', 'cust');
 SELECT remaining FROM rl_check('api_m', 'cust');
 

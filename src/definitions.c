@@ -139,7 +139,8 @@ know_tables(void)
 		return;
 	cache_relid = rl_storage_definitions_relid();
 	cache_overrides_relid = rl_storage_overrides_relid();
-	cache_plans_relid = rl_storage_plans_relid();
+	cache_plans_relid = get_relname_relid("rl_plans",
+										  get_rel_namespace(cache_relid));
 }
 
 /*

@@ -102,12 +102,7 @@ typedef enum RlPlanId
 	PLAN_DELETE_NAME_OVERRIDES,
 	/* plans: rl_plans exists from version 1.3 on */
 	PLAN_PUT_PLAN,
-	PLAN_PLAN_ASSIGNED,
-	PLAN_DELETE_PLAN,
 	PLAN_DELETE_NAME_PLANS,
-	PLAN_ASSIGN,
-	PLAN_UNASSIGN,
-	PLAN_LOCK_DEFINITION,
 	PLAN_DELETE_STORED_KEY,		/* rl_reset's config: from 1.3 on */
 	PLAN_COUNT
 } RlPlanId;
@@ -299,37 +294,8 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" max_reserved = excluded.max_reserved",
 		6, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID}
 	},
-	[PLAN_PLAN_ASSIGNED] = {
-		"SELECT pg_catalog.count(*) FROM ONLY %s.rl_overrides"
-		" WHERE name" EQ "$1 AND plan" EQ "$2",
-		2, {TEXTOID, TEXTOID}
-	},
-	[PLAN_DELETE_PLAN] = {
-		"DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1 AND plan" EQ "$2",
-		2, {TEXTOID, TEXTOID}
-	},
 	[PLAN_DELETE_NAME_PLANS] = {
 		"DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1",
-		1, {TEXTOID}
-	},
-	/* the plan must exist; the foreign key keeps it while assigned */
-	[PLAN_ASSIGN] = {
-		"INSERT INTO %s.rl_overrides AS o (name, key, plan)"
-		" SELECT p.name, $2, p.plan FROM ONLY %s.rl_plans p"
-		" WHERE p.name" EQ "$1 AND p.plan" EQ "$3"
-		" ON CONFLICT (name, key) DO UPDATE SET rate = NULL, period = NULL,"
-		" capacity = NULL, max_reserved = NULL, plan = excluded.plan",
-		3, {TEXTOID, TEXTOID, TEXTOID}
-	},
-	[PLAN_UNASSIGN] = {
-		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1 AND key" EQ "$2"
-		" AND plan IS NOT NULL",
-		2, {TEXTOID, TEXTOID}
-	},
-	/* one change of a name's key assignments at a time */
-	[PLAN_LOCK_DEFINITION] = {
-		"SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
-		" FOR NO KEY UPDATE",
 		1, {TEXTOID}
 	},
 	[PLAN_DELETE_STORED_KEY] = {
@@ -815,10 +781,7 @@ rl_storage_get_override(text *name, text *key, RlPolicy *policy)
 	return true;
 }
 
-/*
- * Create or replace an override, or with plan a plan (checked): the six
- * values in order, the second the key or the plan's name.
- */
+/* Create or replace an override, or a plan (checked); six values. */
 void
 rl_storage_put_override(Datum *values, bool *nulls, bool plan)
 {
@@ -828,56 +791,6 @@ rl_storage_put_override(Datum *values, bool *nulls, bool plan)
 		argnulls[i] = nulls[i] ? 'n' : ' ';
 	run_plan(plan ? PLAN_PUT_PLAN : PLAN_PUT_OVERRIDE, values, argnulls,
 			 false, SPI_OK_INSERT);
-}
-
-/*
- * Delete a plan no key is assigned to: false when there was none;
- * *assigned receives how many keys are (the plan then stays).
- */
-bool
-rl_storage_delete_plan(text *name, text *plan, int64 *assigned)
-{
-	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(plan)};
-	Datum		count;
-
-	run_plan(PLAN_PLAN_ASSIGNED, args, NULL, false, SPI_OK_SELECT);
-	*assigned = result_column(0, 1, &count) ? DatumGetInt64(count) : 0;
-	if (*assigned > 0)
-		return true;
-	run_plan(PLAN_DELETE_PLAN, args, NULL, false, SPI_OK_DELETE);
-	return SPI_processed > 0;
-}
-
-/*
- * Assign a key to a plan (plan not NULL), replacing its plan or override,
- * or take it off its plan (NULL); false when there was no such plan, or
- * the key had none to take off.  The name's definition row stays locked
- * until the transaction ends, so that a name's assignments change one at
- * a time (rl_assign reads the policy they replace).
- */
-bool
-rl_storage_assign(text *name, text *key, text *plan)
-{
-	Datum		args[3] = {PointerGetDatum(name), PointerGetDatum(key),
-	PointerGetDatum(plan)};
-
-	if (plan != NULL)
-		run_plan(PLAN_ASSIGN, args, NULL, false, SPI_OK_INSERT);
-	else
-		run_plan(PLAN_UNASSIGN, args, NULL, false, SPI_OK_DELETE);
-	return SPI_processed > 0;
-}
-
-/*
- * Lock a name's definition row until the transaction ends (rl_assign,
- * rl_unassign): calls read it without a lock, and are not held up.
- */
-void
-rl_storage_lock_definition(text *name)
-{
-	Datum		args[1] = {PointerGetDatum(name)};
-
-	run_plan(PLAN_LOCK_DEFINITION, args, NULL, false, SPI_OK_SELECT);
 }
 
 /* Delete an override; false when there was none. */
@@ -895,13 +808,6 @@ Oid
 rl_storage_overrides_relid(void)
 {
 	return get_relname_relid("rl_overrides", storage_nspid);
-}
-
-/* The table rl_plans of the schema rl_storage_begin opened. */
-Oid
-rl_storage_plans_relid(void)
-{
-	return get_relname_relid("rl_plans", storage_nspid);
 }
 
 /* The parameters that address one state row. */

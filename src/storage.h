@@ -97,10 +97,6 @@ extern bool rl_storage_delete_definition(text *name);
 extern Oid	rl_storage_overrides_relid(void);
 extern bool rl_storage_get_override(text *name, text *key, RlPolicy *policy);
 extern void rl_storage_put_override(Datum *values, bool *nulls, bool plan);
-extern bool rl_storage_delete_plan(text *name, text *plan, int64 *assigned);
-extern bool rl_storage_assign(text *name, text *key, text *plan);
-extern void rl_storage_lock_definition(text *name);
-extern Oid	rl_storage_plans_relid(void);
 extern bool rl_storage_delete_override(text *name, text *key);
 
 extern bool rl_storage_read(const RlRowKey *row, RlState *state);

@@ -26,8 +26,8 @@ for f in $decision; do
 done
 
 # Who may include limit.h: the decision and what calls it (SQL functions,
-# the trigger, waiting, rl_gc, HTTP fields, concurrency limits).
-above="limit.c functions.c trigger.c wait.c wait.h gc.c http.c concurrency.c"
+# the trigger, waiting, rl_gc, HTTP fields, concurrency limits, plans).
+above="limit.c functions.c plans.c trigger.c wait.c wait.h gc.c http.c concurrency.c"
 for f in *.c *.h; do
 	grep -q '#include "limit.h"' "$f" || continue
 	case " $above " in

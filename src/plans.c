@@ -1,0 +1,422 @@
+/*-------------------------------------------------------------------------
+ *
+ * plans.c
+ *	  A key's own policy: overrides (rl_override, rl_unoverride), plans
+ *	  (rl_plan, rl_unplan) and keys assigned to plans (rl_assign,
+ *	  rl_unassign).
+ *
+ * An override is a row of rl_overrides with a key's rate, period, capacity
+ * and max_reserved; an assignment is a row there that names a plan of
+ * rl_plans instead.  A call finds either through the override cache
+ * (definitions.c, target.c), which the triggers of both tables keep fresh.
+ * The statements that only these functions run (rare, never on a call's
+ * path) are here; the ones a call needs are storage.c's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "algebra.h"
+#include "clock.h"
+#include "definitions.h"
+#include "limit.h"
+#include "names.h"
+#include "policy.h"
+#include "storage.h"
+#include "target.h"
+
+#define EQ " OPERATOR(pg_catalog.=) "
+
+PG_FUNCTION_INFO_V1(rl_override);
+PG_FUNCTION_INFO_V1(rl_unoverride);
+PG_FUNCTION_INFO_V1(rl_plan);
+PG_FUNCTION_INFO_V1(rl_unplan);
+PG_FUNCTION_INFO_V1(rl_assign);
+PG_FUNCTION_INFO_V1(rl_unassign);
+
+/* Raise the error for a NULL where the argument is required. */
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname)));
+}
+
+/* The name argument (the first), checked. */
+static text *
+name_arg(FunctionCallInfo fcinfo)
+{
+	RlTarget	target;
+
+	require_arg(fcinfo, 0, "name");
+	rl_target_init(&target, PG_GETARG_TEXT_PP(0), NULL);
+	return target.name;
+}
+
+/*
+ * Run one statement on rl_definitions, rl_overrides or rl_plans of schema
+ * nspid (each %s), with up to three text parameters (the rest
+ * NULL); the rows it returned or changed.  The first column of its first
+ * row, a count, into *count when asked.  Between rl_storage_begin and
+ * rl_storage_end, in a connection of its own.
+ */
+static uint64
+run_counted(Oid nspid, const char *sql, text *a, text *b, text *c,
+			int64 *count)
+{
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3] = {PointerGetDatum(a), PointerGetDatum(b),
+	PointerGetDatum(c)};
+	int			nargs = c ? 3 : b ? 2 : 1;
+	const char *schema = quote_identifier(get_namespace_name(nspid));
+	char	   *query = psprintf(sql, schema, schema);
+	uint64		n;
+	bool		isnull;
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute_with_args(query, nargs, argtypes, args, NULL, false, 0);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_with_args failed for \"%s\": %s",
+			 query, SPI_result_code_string(rc));
+	n = SPI_processed;
+	if (count != NULL)
+	{
+		Datum		d = n > 0 ? SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1,
+											 &isnull) : (Datum) 0;
+
+		*count = n > 0 && !isnull ? DatumGetInt64(d) : 0;
+	}
+	SPI_finish();
+	pfree(query);
+	return n;
+}
+
+/* run_counted without the count. */
+static uint64
+run(Oid nspid, const char *sql, text *a, text *b, text *c)
+{
+	return run_counted(nspid, sql, a, b, c, NULL);
+}
+
+/* A count the statement returns (run_counted). */
+static int64
+count_of(Oid nspid, const char *sql, text *a, text *b)
+{
+	int64		count;
+
+	(void) run_counted(nspid, sql, a, b, NULL, &count);
+	return count;
+}
+
+/*
+ * The defined rate limit of an override's name (rl_override,
+ * rl_unoverride): an error for an undefined name or a concurrency limit.
+ */
+static RlPolicy
+overridable(text *name)
+{
+	RlPolicy	policy;
+
+	if (!rl_definition_lookup(name, &policy))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("rate limit \"%s\" does not exist",
+						text_to_cstring(name)),
+				 errhint("Define it with rl_define() first: overrides and plans change keys of a defined limit.")));
+	if (RL_KIND_IS_CONCURRENCY(policy.kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("rate limit \"%s\" is a concurrency limit",
+						text_to_cstring(name)),
+				 errdetail("Only a rate limit's keys can have overrides or plans.")));
+	return policy;
+}
+
+/*
+ * The numbers of an override or a plan (rl_override, rl_plan): arguments
+ * 2 to 5, rate, period, capacity and max_reserved, into values[2..5] for
+ * rl_storage_put_override.  period NULL follows the definition's (a
+ * calendar limit's must); capacity NULL is the rate, as in rl_define.
+ * Checked as the whole policy a key then has.
+ */
+static void
+own_numbers(FunctionCallInfo fcinfo, text *name, bool plan, Datum *values,
+			bool *nulls)
+{
+	RlPolicy	policy = overridable(name);
+	const char *problem;
+
+	policy.rate = PG_GETARG_FLOAT8(2);
+	if (!PG_ARGISNULL(3))
+	{
+		if (policy.calendar.unit != RL_CALENDAR_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 plan ?
+					 errmsg("a plan of a calendar limit cannot have a period") :
+					 errmsg("an override of a calendar limit cannot have a period"),
+					 errdetail("Its windows are the definition's; pass period => NULL.")));
+		policy.period = rl_period_usecs(PG_GETARG_INTERVAL_P(3));
+	}
+	policy.capacity = PG_ARGISNULL(4) ? policy.rate : PG_GETARG_FLOAT8(4);
+	policy.has_max_reserved = !PG_ARGISNULL(5);
+	policy.max_reserved = policy.has_max_reserved ? PG_GETARG_FLOAT8(5) : 0;
+	problem = rl_policy_problem(&policy);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem)));
+
+	values[2] = Float8GetDatum(policy.rate);
+	nulls[3] = PG_ARGISNULL(3);
+	values[3] = nulls[3] ? (Datum) 0 : PG_GETARG_DATUM(3);
+	values[4] = Float8GetDatum(policy.capacity);
+	nulls[5] = !policy.has_max_reserved;
+	values[5] = Float8GetDatum(policy.max_reserved);
+}
+
+/*
+ * rl_override(name, key, rate, period, capacity, max_reserved): create or
+ * replace the override of one key of a defined rate limit (an assignment
+ * to a plan too: a key has one or the other).
+ */
+Datum
+rl_override(PG_FUNCTION_ARGS)
+{
+	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+	text	   *name = name_arg(fcinfo);
+	RlTarget	target;
+	Datum		values[6];
+	bool		nulls[6] = {false};
+
+	require_arg(fcinfo, 1, "key");
+	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
+	require_arg(fcinfo, 2, "rate");
+
+	rl_storage_begin_writing(nspid, "rl_override()");
+	values[0] = PointerGetDatum(name);
+	values[1] = PointerGetDatum(target.key);
+	own_numbers(fcinfo, name, false, values, nulls);
+	rl_storage_put_override(values, nulls, false);
+	rl_storage_end();
+	PG_RETURN_VOID();
+}
+
+/* rl_unoverride(name, key): drop an override; whether there was one. */
+Datum
+rl_unoverride(PG_FUNCTION_ARGS)
+{
+	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+	text	   *name = name_arg(fcinfo);
+	RlTarget	target;
+	bool		found;
+
+	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
+	rl_storage_begin_writing(nspid, "rl_unoverride()");
+	(void) overridable(name);
+	found = rl_storage_delete_override(name, target.key);
+	rl_storage_end();
+	PG_RETURN_BOOL(found);
+}
+
+/* A plan's name argument: given, not empty, at most RL_MAX_NAME_BYTES. */
+static text *
+plan_arg(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *plan;
+	int			len;
+
+	require_arg(fcinfo, argno, "plan");
+	plan = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(plan);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("plan name must not be empty")));
+	if (len > RL_MAX_NAME_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("plan name is too long"),
+				 errdetail("The name is %d bytes; the limit is %d.",
+						   len, RL_MAX_NAME_BYTES)));
+	return plan;
+}
+
+/*
+ * rl_plan(name, plan, rate, period, capacity, max_reserved): create or
+ * replace a plan of a defined rate limit, checked as rl_override checks
+ * an override.  Its keys take the new numbers at their next call, each
+ * keeping what it has left, as after a change of an override.
+ */
+Datum
+rl_plan(PG_FUNCTION_ARGS)
+{
+	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+	text	   *name = name_arg(fcinfo);
+	Datum		values[6];
+	bool		nulls[6] = {false};
+
+	values[0] = PointerGetDatum(name);
+	values[1] = PointerGetDatum(plan_arg(fcinfo, 1));
+	require_arg(fcinfo, 2, "rate");
+
+	rl_storage_begin_writing(nspid, "rl_plan()");
+	own_numbers(fcinfo, name, true, values, nulls);
+	rl_storage_put_override(values, nulls, true);
+	rl_storage_end();
+	PG_RETURN_VOID();
+}
+
+/*
+ * rl_unplan(name, plan): drop a plan; whether there was one.  Refused
+ * while keys are assigned to it: dropping it would move them all to the
+ * definition at once, unasked.
+ */
+Datum
+rl_unplan(PG_FUNCTION_ARGS)
+{
+	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+	text	   *name = name_arg(fcinfo);
+	text	   *plan = plan_arg(fcinfo, 1);
+	int64		assigned;
+	bool		found;
+
+	rl_storage_begin_writing(nspid, "rl_unplan()");
+	(void) overridable(name);
+	assigned = count_of(nspid, "SELECT pg_catalog.count(*) FROM ONLY %s.rl_overrides"
+						" WHERE name" EQ "$1 AND plan" EQ "$2", name, plan);
+	if (assigned > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("plan \"%s\" of rate limit \"%s\" has keys assigned to it",
+						text_to_cstring(plan), text_to_cstring(name)),
+				 errdetail("Keys assigned to it: " INT64_FORMAT ".", assigned),
+				 errhint("Move them with rl_assign() or rl_unassign() first.")));
+	found = run(nspid, "DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1"
+				" AND plan" EQ "$2", name, plan, NULL) > 0;
+	rl_storage_end();
+	PG_RETURN_BOOL(found);
+}
+
+/*
+ * Move a key to plan (NULL: off its plan, to the definition), keeping what
+ * it consumed: false, nothing changed, when it had no plan to leave.
+ *
+ * The key's state is first brought to now under the policy it had (a
+ * table limit's row is held until the transaction ends): the time since
+ * its last call refills at the old rate.  v is then its value; under the
+ * new capacity it holds v plus the difference of the capacities, so an
+ * upgrade keeps what was taken and a reservation's debt is never forgiven.
+ * A downgrade takes it no lower than 0, or than a debt it already had: it
+ * is refused until it refills, not for longer.  What the key holds under
+ * the new policy (w) is set to that by a refund or a penalty.  w is read
+ * before v: a memory limit's key, which is not held, may be taken from in
+ * between, and that then only lowers v, and so what the key is given.  A
+ * blocked key stays blocked, and refills under the new policy once the
+ * block is over.
+ */
+static bool
+change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
+{
+	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
+	text	   *name = name_arg(fcinfo);
+	RlTarget	target;
+	RlTarget	before;
+	RlState		state;
+	double		v;
+	double		w;
+	double		delta;
+	double		wanted;
+	RlPolicy	row_policy;
+
+	require_arg(fcinfo, 1, "key");
+	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
+	rl_storage_begin_writing(nspid, cmdname);
+	(void) overridable(name);
+	/* one change of the name's assignments at a time: calls read it unlocked */
+	(void) run(nspid, "SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
+			   " FOR NO KEY UPDATE", name, NULL, NULL);
+	if (plan == NULL &&
+		run(nspid, "SELECT FROM ONLY %s.rl_overrides WHERE name" EQ "$1"
+			" AND key" EQ "$2 AND plan IS NOT NULL", name, target.key, NULL) == 0)
+	{
+		/* nothing to leave: the key's state is not touched either */
+		rl_storage_end();
+		return false;
+	}
+
+	rl_target_resolve(&target, NULL);
+	state = rl_adjust(&target, RL_ADJUST_PENALIZE, 0, 0);
+	before = target;
+	if (plan == NULL)
+		(void) run(nspid, "DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1"
+				   " AND key" EQ "$2 AND plan IS NOT NULL", name, target.key, NULL);
+	/* the plan must exist; the foreign key keeps it while assigned */
+	else if (run(nspid, "INSERT INTO %s.rl_overrides AS o (name, key, plan)"
+				 " SELECT p.name, $2, p.plan FROM ONLY %s.rl_plans p"
+				 " WHERE p.name" EQ "$1 AND p.plan" EQ "$3"
+				 " ON CONFLICT (name, key) DO UPDATE SET rate = NULL,"
+				 " period = NULL, capacity = NULL, max_reserved = NULL,"
+				 " plan = excluded.plan", name, target.key, plan) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("plan \"%s\" of rate limit \"%s\" does not exist",
+						text_to_cstring(plan), text_to_cstring(name)),
+				 errhint("Create it with rl_plan() first.")));
+
+	rl_target_resolve(&target, NULL);
+	row_policy = rl_target_row_policy(&target);
+	if (target.policy.shards == 1 &&
+		rl_state_is_blocked(&row_policy, target.origin, state,
+							rl_clock_now()))
+	{
+		rl_storage_end();
+		return true;
+	}
+	w = rl_current(&target).value;
+	v = rl_current(&before).value;
+	delta = target.policy.capacity - before.policy.capacity;
+	wanted = delta > 0 ? v + delta : fmax(v + delta, fmin(v, 0));
+	if (wanted > w)
+		(void) rl_adjust(&target, RL_ADJUST_REFUND, wanted - w, 0);
+	else if (wanted < w)
+		(void) rl_adjust(&target, RL_ADJUST_PENALIZE, w - wanted, 0);
+	rl_storage_end();
+	return true;
+}
+
+/*
+ * rl_assign(name, key, plan): assign one key of a defined rate limit to a
+ * plan, replacing its plan or its override; it keeps what it consumed.
+ */
+Datum
+rl_assign(PG_FUNCTION_ARGS)
+{
+	(void) change_plan(fcinfo, plan_arg(fcinfo, 2), "rl_assign()");
+	PG_RETURN_VOID();
+}
+
+/*
+ * rl_unassign(name, key): take a key off its plan; it follows the
+ * definition again, keeping what it consumed.  False when it had no plan
+ * (an override of its own stays).
+ */
+Datum
+rl_unassign(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(change_plan(fcinfo, NULL, "rl_unassign()"));
+}
+
