@@ -39,6 +39,7 @@
 #include "direct.h"
 #include "errors.h"
 #include "fields.h"
+#include "functions.h"
 #include "gc.h"
 #include "limit.h"
 #include "memory.h"
@@ -156,8 +157,8 @@ call_cache(FunctionCallInfo fcinfo)
 }
 
 /* Raise the error for a NULL where the argument is required. */
-static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+void
+rl_require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
@@ -199,7 +200,7 @@ key_as_text(FunctionCallInfo fcinfo, RlCallCache *cache)
 static bool
 required_bool(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
-	require_arg(fcinfo, argno, argname);
+	rl_require_arg(fcinfo, argno, argname);
 	return PG_GETARG_BOOL(argno);
 }
 
@@ -207,7 +208,7 @@ required_bool(FunctionCallInfo fcinfo, int argno, const char *argname)
 static void
 call_target(FunctionCallInfo fcinfo, RlCallCache *cache, RlTarget *target)
 {
-	require_arg(fcinfo, ARG_NAME, "name");
+	rl_require_arg(fcinfo, ARG_NAME, "name");
 	rl_target_init(target, PG_GETARG_TEXT_PP(ARG_NAME),
 				   key_as_text(fcinfo, cache));
 }
@@ -218,7 +219,7 @@ call_name(FunctionCallInfo fcinfo)
 {
 	RlTarget	target;
 
-	require_arg(fcinfo, ARG_NAME, "name");
+	rl_require_arg(fcinfo, ARG_NAME, "name");
 	rl_target_init(&target, PG_GETARG_TEXT_PP(ARG_NAME), NULL);
 	return target.name;
 }
@@ -354,7 +355,7 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	int64		wait;
 
 	call_target(fcinfo, cache, &target);
-	require_arg(fcinfo, ARG_COUNT, "count");
+	rl_require_arg(fcinfo, ARG_COUNT, "count");
 	count = PG_GETARG_FLOAT8(ARG_COUNT);
 	reserve = required_bool(fcinfo, ARG_RESERVE, "reserve");
 	throws = required_bool(fcinfo, ARG_THROWS, "throws");
@@ -432,7 +433,7 @@ adjust_count(FunctionCallInfo fcinfo)
 {
 	double		count;
 
-	require_arg(fcinfo, ARG_ADJUST_AMOUNT, "count");
+	rl_require_arg(fcinfo, ARG_ADJUST_AMOUNT, "count");
 	count = PG_GETARG_FLOAT8(ARG_ADJUST_AMOUNT);
 	if (!(count > 0 && count <= RL_MAX_AMOUNT))
 		ereport(ERROR,
@@ -448,7 +449,7 @@ adjust_duration(FunctionCallInfo fcinfo)
 {
 	double		usecs;
 
-	require_arg(fcinfo, ARG_ADJUST_AMOUNT, "duration");
+	rl_require_arg(fcinfo, ARG_ADJUST_AMOUNT, "duration");
 	usecs = rl_interval_usecs(PG_GETARG_INTERVAL_P(ARG_ADJUST_AMOUNT));
 	if (!(usecs >= 1 && usecs <= (double) RL_MAX_WAIT))
 		ereport(ERROR,
@@ -541,7 +542,7 @@ array_elements(FunctionCallInfo fcinfo, int argno, const char *argname,
 	char		typalign;
 	int			n;
 
-	require_arg(fcinfo, argno, argname);
+	rl_require_arg(fcinfo, argno, argname);
 	array = PG_GETARG_ARRAYTYPE_P(argno);
 	if (ARR_NDIM(array) > 1)
 		ereport(ERROR,
@@ -781,7 +782,7 @@ positive_int_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	int32		n;
 
-	require_arg(fcinfo, argno, argname);
+	rl_require_arg(fcinfo, argno, argname);
 	n = PG_GETARG_INT32(argno);
 	if (n <= 0)
 		ereport(ERROR,
@@ -1034,7 +1035,7 @@ interval_arg(FunctionCallInfo fcinfo, int argno, const char *argname,
 {
 	double		usecs;
 
-	require_arg(fcinfo, argno, argname);
+	rl_require_arg(fcinfo, argno, argname);
 	usecs = rl_interval_usecs(PG_GETARG_INTERVAL_P(argno));
 	if (usecs < 0 || (usecs == 0 && !zero_ok) || usecs > (double) RL_MAX_PERIOD)
 		ereport(ERROR,
@@ -1059,7 +1060,7 @@ concurrency_target(FunctionCallInfo fcinfo, RlCallCache *cache, RlKind kind,
 	int32		permits;
 
 	call_target(fcinfo, cache, target);
-	require_arg(fcinfo, ARG_PERMITS, "permits");
+	rl_require_arg(fcinfo, ARG_PERMITS, "permits");
 	permits = PG_GETARG_INT32(ARG_PERMITS);
 	target->defined = rl_definition_lookup(target->name, &target->policy);
 	rl_target_require_concurrency(target, kind);
@@ -1083,7 +1084,7 @@ rl_define_concurrency(PG_FUNCTION_ARGS)
 	bool		defined;
 	bool		leases;
 
-	require_arg(fcinfo, 1, "permits");
+	rl_require_arg(fcinfo, 1, "permits");
 	leases = required_bool(fcinfo, 2, "leases");
 	for (int i = 0; i < RL_DEFINITION_NATTS; i++)
 		nulls[i] = true;
@@ -1188,7 +1189,7 @@ rl_release(PG_FUNCTION_ARGS)
 	RlCallCache *cache = call_cache(fcinfo);
 	RlLeaseStatus status;
 
-	require_arg(fcinfo, 0, "lease");
+	rl_require_arg(fcinfo, 0, "lease");
 	rl_storage_begin_writing(cache->nspid, "rl_release()");
 	status = rl_storage_lease_release(PG_GETARG_DATUM(0), rl_clock_now());
 	rl_storage_end();

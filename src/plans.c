@@ -27,6 +27,7 @@
 #include "algebra.h"
 #include "clock.h"
 #include "definitions.h"
+#include "functions.h"
 #include "limit.h"
 #include "names.h"
 #include "policy.h"
@@ -42,23 +43,13 @@ PG_FUNCTION_INFO_V1(rl_unplan);
 PG_FUNCTION_INFO_V1(rl_assign);
 PG_FUNCTION_INFO_V1(rl_unassign);
 
-/* Raise the error for a NULL where the argument is required. */
-static void
-require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", argname)));
-}
-
 /* The name argument (the first), checked. */
 static text *
 name_arg(FunctionCallInfo fcinfo)
 {
 	RlTarget	target;
 
-	require_arg(fcinfo, 0, "name");
+	rl_require_arg(fcinfo, 0, "name");
 	rl_target_init(&target, PG_GETARG_TEXT_PP(0), NULL);
 	return target.name;
 }
@@ -202,9 +193,9 @@ rl_override(PG_FUNCTION_ARGS)
 	Datum		values[6];
 	bool		nulls[6] = {false};
 
-	require_arg(fcinfo, 1, "key");
+	rl_require_arg(fcinfo, 1, "key");
 	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
-	require_arg(fcinfo, 2, "rate");
+	rl_require_arg(fcinfo, 2, "rate");
 
 	rl_storage_begin_writing(nspid, "rl_override()");
 	values[0] = PointerGetDatum(name);
@@ -239,7 +230,7 @@ plan_arg(FunctionCallInfo fcinfo, int argno)
 	text	   *plan;
 	int			len;
 
-	require_arg(fcinfo, argno, "plan");
+	rl_require_arg(fcinfo, argno, "plan");
 	plan = PG_GETARG_TEXT_PP(argno);
 	len = VARSIZE_ANY_EXHDR(plan);
 	if (len == 0)
@@ -271,7 +262,7 @@ rl_plan(PG_FUNCTION_ARGS)
 
 	values[0] = PointerGetDatum(name);
 	values[1] = PointerGetDatum(plan_arg(fcinfo, 1));
-	require_arg(fcinfo, 2, "rate");
+	rl_require_arg(fcinfo, 2, "rate");
 
 	rl_storage_begin_writing(nspid, "rl_plan()");
 	own_numbers(fcinfo, name, true, values, nulls);
@@ -342,7 +333,7 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 	double		wanted;
 	RlPolicy	row_policy;
 
-	require_arg(fcinfo, 1, "key");
+	rl_require_arg(fcinfo, 1, "key");
 	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
 	rl_storage_begin_writing(nspid, cmdname);
 	(void) overridable(name);

@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * functions.h
+ *	  What the files of SQL-callable functions share (functions.c,
+ *	  plans.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef RATELIMIT_FUNCTIONS_H
+#define RATELIMIT_FUNCTIONS_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+
+extern void rl_require_arg(FunctionCallInfo fcinfo, int argno,
+						   const char *argname);
+
+#endif							/* RATELIMIT_FUNCTIONS_H */
