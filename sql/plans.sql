@@ -67,6 +67,35 @@ SELECT count(*) FROM rate_limits WHERE name = 'api' AND key = 'never';
 SELECT remaining FROM rl_check('api', 'cust');
 SELECT remaining FROM rl_check('api_m', 'cust');
 
+-- the memory store gives tokens at commit: a key given tokens in the
+-- transaction (rl_refund, or a move up) is not moved down in it, or the
+-- tokens would land after the move's take.  Free with 90 used, up and
+-- down again: still 10 left, not a fresh 100
+SELECT rl_assign('api_m', 'late', 'free');
+SELECT ok FROM rl_limit('api_m', 'late', 90);
+BEGIN;
+SELECT rl_assign('api_m', 'late', 'pro');
+SELECT rl_assign('api_m', 'late', 'free');
+COMMIT;
+SELECT remaining FROM rl_check('api_m', 'late');
+-- pro with 9,080 used, 500 refunded, then free: refused too (free's 100
+-- would be given back at commit); the key stays on pro with 920 left
+SELECT rl_assign('api_m', 'late', 'pro');
+SELECT ok FROM rl_limit('api_m', 'late', 8990);
+BEGIN;
+SELECT value FROM rl_refund('api_m', 'late', 500);
+SELECT rl_assign('api_m', 'late', 'free');
+COMMIT;
+SELECT remaining FROM rl_check('api_m', 'late');
+-- a move up after a refund is fine: both land at commit.  Down to free
+-- (nothing left), then 50 refunded and up to pro: 9,950
+SELECT rl_assign('api_m', 'late', 'free');
+BEGIN;
+SELECT value FROM rl_refund('api_m', 'late', 50);
+SELECT rl_assign('api_m', 'late', 'pro');
+COMMIT;
+SELECT value FROM rl_value('api_m', 'late');
+
 -- token bucket: free 100 a day, pro 10,000 a day; a reservation's debt
 -- is kept across an upgrade and a downgrade
 SET ratelimit.now_override = '2026-01-01 00:00:00+00';

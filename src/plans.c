@@ -316,8 +316,12 @@ rl_unplan(PG_FUNCTION_ARGS)
  * the new policy (w) is set to that by a refund or a penalty.  w is read
  * before v: a memory limit's key, which is not held, may be taken from in
  * between, and that then only lowers v, and so what the key is given.  A
- * blocked key stays blocked, and refills under the new policy once the
- * block is over.
+ * memory limit gives tokens at commit (rl_refund, a move up): after such a
+ * refund in this transaction a move down is refused, since the refund
+ * would land after the move's take, capped only by the new capacity.  (The
+ * check reads the key twice, so a take between the reads may refuse a
+ * move that had no refund: never the other way round.)  A blocked key
+ * stays blocked, and refills under the new policy once the block is over.
  */
 static bool
 change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
@@ -377,9 +381,18 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 		rl_storage_end();
 		return true;
 	}
+	delta = target.policy.capacity - before.policy.capacity;
+	if (delta < 0 && !before.store->writes_table &&
+		rl_adjust(&before, RL_ADJUST_REFUND, 0, 0).value >
+		rl_current(&before).value)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot move key \"%s\" of rate limit \"%s\" to a smaller plan after giving it tokens in the same transaction",
+						text_to_cstring(target.key), text_to_cstring(name)),
+				 errdetail("A memory limit gives tokens at commit, after the move, and they would undo what it takes."),
+				 errhint("Commit first, then move the key.")));
 	w = rl_current(&target).value;
 	v = rl_current(&before).value;
-	delta = target.policy.capacity - before.policy.capacity;
 	wanted = delta > 0 ? v + delta : fmax(v + delta, fmin(v, 0));
 	if (wanted > w)
 		(void) rl_adjust(&target, RL_ADJUST_REFUND, wanted - w, 0);
