@@ -66,7 +66,7 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
 	memory_last_token memory_lowered memory_gc_undefined memory_drop_extension row_hints \
 	policies_mixed_recheck policies_block_race overrides overrides_untracked \
-	wait_race redefine_store_wait
+	wait_race redefine_store_wait settle_race
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -88,10 +88,10 @@ include $(PGXS)
 # line says which.  make test's cluster lacks nothing.
 PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding memory_retry \
-	public_bounds canonical memory_quota reset result
+	public_bounds canonical memory_quota reset result settle
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
-	policies_block_race overrides wait_race redefine_store_wait
+	policies_block_race overrides wait_race redefine_store_wait settle_race
 PREPARED_REGRESS = memory_prepared
 ifneq ($(filter installcheck,$(MAKECMDGOALS)),)
 comma := ,

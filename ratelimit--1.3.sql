@@ -80,7 +80,9 @@ CREATE TABLE @extschema@.rl_definitions (
 		CHECK (block_max OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
 	block_horizon interval
 		CHECK (block_horizon OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
-	time_zone text
+	time_zone text,
+	max_debt float8
+		CHECK (max_debt OPERATOR(pg_catalog.>=) 0)
 );
 COMMENT ON COLUMN @extschema@.rl_definitions.storage IS
 	'where the limit''s state lives: ''table'' (rows of rate_limits) or ''memory'' (the memory store, in shared memory)';
@@ -96,6 +98,8 @@ COMMENT ON COLUMN @extschema@.rl_definitions.block_horizon IS
 	'escalation: one offence is forgotten per block_horizon once a block ends; NULL: 1 day';
 COMMENT ON COLUMN @extschema@.rl_definitions.time_zone IS
 	'fixed window: calendar windows (a period of 1 day, 1 week, 1 month or 1 year) starting at local midnight in this time zone; NULL for windows of a period';
+COMMENT ON COLUMN @extschema@.rl_definitions.max_debt IS
+	'a call is admitted on a positive balance and may take the key down to -max_debt, as may rl_settle''s charge (token bucket and fixed window, without shards or max_reserved); NULL: a call needs its whole count';
 COMMENT ON TABLE @extschema@.rl_definitions IS
 	'named rate limit definitions; write them with rl_define() and rl_undefine()';
 
@@ -179,12 +183,13 @@ CREATE FUNCTION @extschema@.rl_define(
 	block_for interval DEFAULT NULL,
 	block_factor float8 DEFAULT NULL,
 	block_max interval DEFAULT NULL,
-	block_horizon interval DEFAULT NULL)
+	block_horizon interval DEFAULT NULL,
+	max_debt float8 DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_define'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) IS
-	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; time_zone: a fixed window of calendar windows (1 day, 1 week, 1 month or 1 year) starting at local midnight there; shadow: grant and count what it would refuse; block_for: block a key that is refused, for longer on repeated offences with block_factor (up to block_max, one offence forgotten per block_horizon); the state of the store it keeps is kept';
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, float8) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; time_zone: a fixed window of calendar windows (1 day, 1 week, 1 month or 1 year) starting at local midnight there; shadow: grant and count what it would refuse; block_for: block a key that is refused, for longer on repeated offences with block_factor (up to block_max, one offence forgotten per block_horizon); max_debt: admit on a positive balance, and let a call or rl_settle take the key down to -max_debt; the state of the store it keeps is kept';
 
 CREATE FUNCTION @extschema@.rl_undefine(name text)
 RETURNS void
@@ -516,7 +521,7 @@ REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid, @extschema@.rl_policy) F
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_sliding_window(float8, interval, timestamptz, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
@@ -822,6 +827,82 @@ REVOKE ALL ON FUNCTION @extschema@.rl_block(text, smallint, interval, @extschema
 REVOKE ALL ON FUNCTION @extschema@.rl_block(text, uuid, interval, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_headers(text, @extschema@.rl_result, @extschema@.rl_policy, text) TO PUBLIC;
+
+-- Settling a cost known only after the work (1.3): a call admitted on an
+-- estimate (rl_limit's count) is charged its actual cost, in the caller's
+-- transaction.  Not granted to PUBLIC, as rl_refund: a return gives
+-- tokens back.
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key text,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, text, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key bigint,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, bigint, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key integer,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, integer, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key smallint,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, smallint, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key uuid,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, uuid, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, text, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, bigint, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, integer, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, smallint, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, uuid, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+
 -- concurrency limits (1.2)
 
 -- A concurrency limit is a definition of kind 'concurrency' (permits held
@@ -1370,6 +1451,7 @@ VALUES
 	('app', 'rl_now', 'EXECUTE'),
 	-- act on any key by any amount (not granted to PUBLIC)
 	('app', 'rl_refund', 'EXECUTE'),
+	('app', 'rl_settle', 'EXECUTE'),
 	('app', 'rl_penalize', 'EXECUTE'),
 	('app', 'rl_block', 'EXECUTE'),
 	('app', 'rl_reset', 'EXECUTE'),
@@ -1485,7 +1567,7 @@ BEGIN ATOMIC
 	SELECT @extschema@.rl_grant_set('app', role, false);
 END;
 COMMENT ON FUNCTION @extschema@.rl_grant_app(regrole) IS
-	'grant a role what an application calls: rl_limit, rl_check, rl_value, rl_limit_all, rl_headers, rl_refund, rl_penalize, rl_block, rl_reset, concurrency permits and leases (every overload; rl_grant_sets lists them); the extension''s owner or a superuser only';
+	'grant a role what an application calls: rl_limit, rl_check, rl_value, rl_limit_all, rl_headers, rl_refund, rl_settle, rl_penalize, rl_block, rl_reset, concurrency permits and leases (every overload; rl_grant_sets lists them); the extension''s owner or a superuser only';
 REVOKE ALL ON FUNCTION @extschema@.rl_grant_app(regrole) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_grant_admin(role regrole)

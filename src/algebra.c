@@ -96,7 +96,8 @@ static double
 fill_time(const RlPolicy *policy)
 {
 	double		span = policy->capacity +
-		(policy->has_max_reserved ? policy->max_reserved : 0);
+		(policy->has_max_reserved ? policy->max_reserved : 0) +
+		(policy->has_max_debt ? policy->max_debt : 0);
 
 	if (policy->kind == RL_TOKEN_BUCKET)
 		return span * (double) policy->period / policy->rate;
@@ -137,6 +138,21 @@ rl_reserve_depth(const RlPolicy *policy)
 const char *
 rl_policy_problem(const RlPolicy *policy)
 {
+	if (policy->has_max_debt)
+	{
+		/*
+		 * A sliding window's count cannot go below zero, and shards would
+		 * each admit on their own positive balance, so owe up to N debts.
+		 */
+		if (policy->kind != RL_TOKEN_BUCKET && policy->kind != RL_FIXED_WINDOW)
+			return "max_debt applies only to token bucket and fixed window limits";
+		if (!amount_in_range(policy->max_debt, 0, true))
+			return "max_debt must be a finite number between zero and 1e15";
+		if (policy->has_max_reserved)
+			return "a limit cannot have both max_debt and max_reserved";
+		if (policy->shards != 1)
+			return "a sharded limit cannot have max_debt";
+	}
 	if (RL_KIND_IS_CONCURRENCY(policy->kind))
 	{
 		if (!(policy->capacity >= 1 && policy->capacity <= RL_MAX_PERMITS &&
@@ -220,6 +236,15 @@ rl_count_problem(const RlPolicy *policy, double count, bool reserve)
 {
 	if (!amount_in_range(count, 0, false))
 		return "count must be a finite number greater than zero and at most 1e15";
+	if (policy->has_max_debt)
+	{
+		/* a call may already take the key below zero: nothing to reserve */
+		if (reserve)
+			return "a limit with max_debt cannot reserve";
+		if (count > policy->capacity + policy->max_debt)
+			return "count exceeds the capacity plus max_debt of the limit";
+		return NULL;
+	}
 	if (reserve && policy->kind == RL_SLIDING_WINDOW)
 		return "a sliding window limit cannot reserve";
 	if (policy->shards > 1 && count > grantable(policy, reserve))
@@ -1039,6 +1064,20 @@ sliding_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 }
 
 /*
+ * The tokens a key must hold for a call of count to be granted: count,
+ * less the depth reservations may go to.  Under max_debt, a positive
+ * balance (the least double above zero) from which count goes no deeper
+ * than -max_debt.  rl_decide's test and the target of its wait alike.
+ */
+static inline double
+admission_need(const RlPolicy *policy, double count, bool reserve)
+{
+	if (policy->has_max_debt)
+		return fmax(count - policy->max_debt, nextafter(0.0, 1.0));
+	return count - (reserve ? rl_reserve_depth(policy) : 0);
+}
+
+/*
  * Decide a call of count tokens at time now against state (NULL for a key
  * with no stored state).  The policy and count must have passed
  * rl_policy_problem and rl_count_problem.
@@ -1050,7 +1089,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	RlState		current;
 	RlState		after;
 	RlStatus	status;
-	double		floor_value;
+	double		need;
 
 	if (!valid_time(now) || (state && !valid_time(state->ts)))
 		return RL_TIME_OUT_OF_RANGE;
@@ -1066,15 +1105,22 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	after.prev = current.prev;
 
 	/*
-	 * Granted when the tokens now cover count, less the depth reservations
-	 * may go to: the very comparison wait_for makes, so that a refusal's
-	 * retry_after is the first time this decides yes, whatever rounds.
+	 * Granted when the tokens now cover what the call needs: the very
+	 * comparison wait_for makes, so that a refusal's retry_after is the
+	 * first time this decides yes, whatever rounds.
 	 */
-	floor_value = reserve ? -rl_reserve_depth(policy) : 0;
-	decision->ok = current.value >= count + floor_value;
+	need = admission_need(policy, count, reserve);
+	decision->ok = current.value >= need;
 
+	/*
+	 * A debt is no reservation: the call acts at once.  The bound holds
+	 * exactly, where count - max_debt rounded.
+	 */
+	if (decision->ok && policy->has_max_debt)
+		after.value = fmax(after.value, -policy->max_debt);
 	decision->state = after;
-	decision->has_retry = after.value < 0;
+	decision->has_retry = after.value < 0 &&
+		!(decision->ok && policy->has_max_debt);
 	decision->retry_after = 0;
 	if (decision->ok)
 	{
@@ -1096,7 +1142,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 		 */
 		decision->remaining = current.value;
 		status = wait_for(policy, origin, state ? *state : current,
-						  count + floor_value, now, &decision->retry_after);
+						  need, now, &decision->retry_after);
 		if (status != RL_DECIDED)
 			return status;
 	}
@@ -1338,6 +1384,31 @@ rl_refund_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 		return status;
 	out->value = fmin(out->value + count, policy->capacity);
 	return RL_DECIDED;
+}
+
+/*
+ * Settle's charge of count tokens (count > 0), the part of a cost found
+ * after the work: a penalty, but under max_debt one that goes no deeper
+ * than -max_debt, taking what it can there (nothing from a key already as
+ * deep, which it never lifts).  *charged receives what it took.
+ */
+RlStatus
+rl_charge_state(const RlPolicy *policy, int64_t origin, const RlState *state,
+				int64_t now, double count, RlState *out, double *charged)
+{
+	RlStatus	status = current_state(policy, origin, state, now, out);
+
+	if (status != RL_DECIDED)
+		return status;
+	*charged = count;
+	if (policy->has_max_debt && out->value - count < -policy->max_debt)
+	{
+		*charged = fmax(out->value + policy->max_debt, 0);
+		out->value = fmin(out->value, -policy->max_debt);
+	}
+	else
+		out->value -= count;
+	return check_refillable(policy, origin, *out, now);
 }
 
 /*

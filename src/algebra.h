@@ -121,6 +121,9 @@ typedef struct RlPolicy
 	double		block_factor;	/* each offence multiplies; 0: no escalation */
 	int64_t		block_max;		/* longest escalated block */
 	int64_t		block_horizon;	/* one offence is forgotten per horizon */
+	/* debt (token bucket and fixed window, unsharded, without reserve) */
+	bool		has_max_debt;	/* admit on a positive balance */
+	double		max_debt;		/* deepest a call or a charge may go */
 } RlPolicy;
 
 /* True when a policy escalates its automatic blocks (block_factor). */
@@ -223,6 +226,9 @@ extern int64_t rl_jitter(int64_t period, double unit_random);
 extern RlStatus rl_refund_state(const RlPolicy *policy, int64_t origin,
 								const RlState *state, int64_t now,
 								double count, RlState *out);
+extern RlStatus rl_charge_state(const RlPolicy *policy, int64_t origin,
+								const RlState *state, int64_t now,
+								double count, RlState *out, double *charged);
 extern RlStatus rl_penalize_state(const RlPolicy *policy, int64_t origin,
 								  const RlState *state, int64_t now,
 								  double count, RlState *out);

@@ -65,6 +65,11 @@ PG_MODULE_MAGIC;
 #define ARG_ADJUST_AMOUNT 2
 #define ARG_ADJUST_CONFIG 3
 
+/* rl_settle(name, key, estimated, actual, config) */
+#define ARG_SETTLE_ESTIMATED 2
+#define ARG_SETTLE_ACTUAL 3
+#define ARG_SETTLE_CONFIG 4
+
 /* rl_limit_all(names, keys, counts, reserve, throws, jitter) */
 #define ARG_ALL_NAMES	0
 #define ARG_ALL_KEYS	1
@@ -101,6 +106,7 @@ PG_FUNCTION_INFO_V1(rl_inline_policy);
 PG_FUNCTION_INFO_V1(rl_refund);
 PG_FUNCTION_INFO_V1(rl_penalize);
 PG_FUNCTION_INFO_V1(rl_block);
+PG_FUNCTION_INFO_V1(rl_settle);
 PG_FUNCTION_INFO_V1(rl_define_concurrency);
 PG_FUNCTION_INFO_V1(rl_acquire);
 PG_FUNCTION_INFO_V1(rl_lease);
@@ -259,6 +265,7 @@ reported_remaining(const RlPolicy *policy, double count, double remaining)
 {
 	if (is_whole(policy->rate) && is_whole(policy->capacity) &&
 		(!policy->has_max_reserved || is_whole(policy->max_reserved)) &&
+		(!policy->has_max_debt || is_whole(policy->max_debt)) &&
 		is_whole(count))
 		return floor(remaining);
 	return remaining;
@@ -503,6 +510,57 @@ Datum
 rl_block(PG_FUNCTION_ARGS)
 {
 	return adjust(fcinfo, RL_ADJUST_BLOCK, "rl_block()");
+}
+
+/* One of rl_settle's costs: a finite number from zero to 1e15. */
+static double
+settle_cost(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	double		cost;
+
+	require_arg(fcinfo, argno, argname);
+	cost = PG_GETARG_FLOAT8(argno);
+	if (!(cost >= 0 && cost <= RL_MAX_AMOUNT))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a finite number between zero and 1e15",
+						argname),
+				 errdetail("The %s cost is %g.", argname, cost)));
+	return cost;
+}
+
+/*
+ * rl_settle(name, key, estimated, actual, config): charge the actual cost
+ * of a call admitted on an estimate; the key's state and what max_debt
+ * left unsettled.
+ */
+Datum
+rl_settle(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	RlTarget	target;
+	double		estimated;
+	double		actual;
+	double		unsettled;
+	RlState		state;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	call_target(fcinfo, cache, &target);
+	estimated = settle_cost(fcinfo, ARG_SETTLE_ESTIMATED, "estimated");
+	actual = settle_cost(fcinfo, ARG_SETTLE_ACTUAL, "actual");
+
+	rl_storage_begin(cache->nspid);
+	rl_target_resolve(&target, call_config(fcinfo, ARG_SETTLE_CONFIG));
+	require_writable(&target, "rl_settle()");
+	state = rl_settle_key(&target, estimated, actual, &unsettled);
+	rl_storage_end();
+
+	values[0] = Float8GetDatum(state.value);
+	values[1] = TimestampTzGetDatum(state.ts);
+	values[2] = Float8GetDatum(unsettled);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
+													  values, nulls)));
 }
 
 /*

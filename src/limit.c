@@ -560,7 +560,39 @@ static RlState
 adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
 		   bool *blocked)
 {
-	return target->store->adjust(target, kind, amount, duration, blocked);
+	return target->store->adjust(target, kind, amount, duration, blocked,
+								 NULL);
+}
+
+/*
+ * rl_settle: a call admitted on estimated turned out to cost actual.  The
+ * difference is taken (a charge: below zero too, never past -max_debt)
+ * or given back (a refund: never above capacity), in one step under the
+ * key's lock, in the caller's transaction.  *unsettled receives what a
+ * charge could not take at the bound of max_debt (0 otherwise).  Returns
+ * the key's state as rl_value would then report it.
+ */
+RlState
+rl_settle_key(RlTarget *target, double estimated, double actual,
+			  double *unsettled)
+{
+	double		difference = actual - estimated;
+	double		charged = 0;
+	RlState		state;
+
+	*unsettled = 0;
+	if (difference > 0)
+	{
+		state = target->store->adjust(target, RL_ADJUST_CHARGE, difference,
+									  0, NULL, &charged);
+		if (target->policy.has_max_debt)
+			*unsettled = difference - charged;
+	}
+	else if (difference < 0)
+		state = adjust_key(target, RL_ADJUST_REFUND, -difference, 0, NULL);
+	else
+		state = rl_current(target);
+	return state;
 }
 
 /*

@@ -42,6 +42,8 @@ extern bool rl_row_now(const RlTarget *target, RlState stored,
 					   RlState *current, int64 *reset_after, bool *idle);
 extern RlState rl_adjust(RlTarget *target, RlAdjustment kind, double amount,
 						 int64 duration);
+extern RlState rl_settle_key(RlTarget *target, double estimated,
+							 double actual, double *unsettled);
 extern void rl_reset_key(RlTarget *target, HeapTupleHeader config);
 extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
 						   bool reserve, bool blocks, RlAnswer *answers);

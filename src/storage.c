@@ -108,7 +108,7 @@ typedef struct RlPlanSpec
 {
 	const char *sql;			/* each %s stands for the quoted schema name */
 	int			nargs;
-	Oid			argtypes[15];
+	Oid			argtypes[16];
 } RlPlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
@@ -137,7 +137,7 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
 		"SELECT kind, rate, period, capacity, max_reserved, shards, start,"
 		" storage, time_zone, shadow, block_for, block_factor, block_max,"
-		" block_horizon, " OVERRIDDEN
+		" block_horizon, max_debt, " OVERRIDDEN
 		" FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
@@ -145,9 +145,9 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"INSERT INTO %s.rl_definitions AS d"
 		" (name, kind, rate, period, capacity, max_reserved, shards, start,"
 		" storage, time_zone, shadow, block_for, block_factor, block_max,"
-		" block_horizon)"
+		" block_horizon, max_debt)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-		" COALESCE($11, false), $12, $13, $14, $15)"
+		" COALESCE($11, false), $12, $13, $14, $15, $16)"
 		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
 		" rate = excluded.rate, period = excluded.period,"
 		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
@@ -155,13 +155,13 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" storage = excluded.storage, time_zone = excluded.time_zone,"
 		" shadow = excluded.shadow, block_for = excluded.block_for,"
 		" block_factor = excluded.block_factor, block_max = excluded.block_max,"
-		" block_horizon = excluded.block_horizon"
+		" block_horizon = excluded.block_horizon, max_debt = excluded.max_debt"
 		" WHERE d.kind" EQ "excluded.kind OR NOT (d.kind" EQ
 		" ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])"
 		" OR excluded.kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[]))",
-		15, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
+		16, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
 		INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID,
-		FLOAT8OID, INTERVALOID, INTERVALOID}
+		FLOAT8OID, INTERVALOID, INTERVALOID, FLOAT8OID}
 	},
 	[PLAN_DELETE_DEFINITION] = {
 		"DELETE FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
@@ -360,21 +360,22 @@ prepare_plan(int i, const char *quoted, bool storage)
 		replace_once(&sql, overridden, "false");
 		pfree(overridden);
 		replace_once(&sql, " storage, time_zone, shadow, block_for, block_factor,"
-					 " block_max, block_horizon, false",
+					 " block_max, block_horizon, max_debt, false",
 					 " NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					 " NULL::pg_catalog.bool, NULL::pg_catalog.interval,"
 					 " NULL::pg_catalog.float8, NULL::pg_catalog.interval,"
-					 " NULL::pg_catalog.interval, false");
+					 " NULL::pg_catalog.interval, NULL::pg_catalog.float8, false");
 		replace_once(&sql, "d.start, d.storage, d.time_zone",
 					 "d.start, NULL::pg_catalog.text, NULL::pg_catalog.text");
 		replace_once(&sql, " start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon)", " start)");
-		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12, $13, $14, $15)",
+					 " block_factor, block_max, block_horizon, max_debt)", " start)");
+		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12, $13, $14, $15, $16)",
 					 ", $8)");
 		replace_once(&sql, ", storage = excluded.storage, time_zone = excluded.time_zone,"
 					 " shadow = excluded.shadow, block_for = excluded.block_for,"
 					 " block_factor = excluded.block_factor, block_max = excluded.block_max,"
-					 " block_horizon = excluded.block_horizon", "");
+					 " block_horizon = excluded.block_horizon,"
+					 " max_debt = excluded.max_debt", "");
 		/* nor rate_limits.prev: read as NULL, never written */
 		replace_once(&sql, ", prev FROM", ", NULL::pg_catalog.float8 FROM");
 		replace_once(&sql, ", s.prev FROM", ", NULL::pg_catalog.float8 FROM");
@@ -1355,7 +1356,7 @@ rl_storage_memory_definitions(void)
 	appendStringInfo(&sql,
 					 "SELECT name, kind, rate, period, capacity, max_reserved,"
 					 " shards, start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon, "
+					 " block_factor, block_max, block_horizon, max_debt, "
 					 "EXISTS (SELECT FROM ONLY %s.rl_overrides o"
 					 " WHERE o.name" EQ "d.name)"
 					 " FROM ONLY %s.rl_definitions d"

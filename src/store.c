@@ -100,14 +100,18 @@ rl_decide_held(const RlTarget *target, const RlHeld *held, double count,
 			rl_check_state_time(&answer->state[i], held->now);
 }
 
-/* One row's new state under a refund, penalty or block. */
+/*
+ * One row's new state under a refund, penalty, block or charge; *charged
+ * receives what a charge took (amount for the other kinds).
+ */
 void
 rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
 		   const RlState *state, TimestampTz now, double amount,
-		   int64 duration, RlState *out)
+		   int64 duration, RlState *out, double *charged)
 {
 	RlStatus	status = RL_DECIDED;
 
+	*charged = amount;
 	switch (kind)
 	{
 		case RL_ADJUST_REFUND:
@@ -118,6 +122,10 @@ rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
 			break;
 		case RL_ADJUST_BLOCK:
 			status = rl_block_state(policy, origin, state, now, duration, out);
+			break;
+		case RL_ADJUST_CHARGE:
+			status = rl_charge_state(policy, origin, state, now, amount, out,
+									 charged);
 			break;
 	}
 	rl_check_status(status, now);

@@ -361,6 +361,14 @@ rl_target_check_count(const RlTarget *target, double count, bool reserve)
 
 	if (problem == NULL)
 		return;
+	if (p->has_max_debt)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem),
+				 reserve ?
+				 errdetail("Under max_debt a call may take the key below zero without a reservation.") :
+				 errdetail("The count is %g; the capacity is %g and max_debt is %g.",
+						   count, p->capacity, p->max_debt)));
 	if (reserve && p->kind == RL_SLIDING_WINDOW)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

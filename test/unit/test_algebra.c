@@ -1423,6 +1423,71 @@ run_escalation(void)
 		   "escalation: a sliding window reads a score as a full window");
 }
 
+/*
+ * max_debt: a call is admitted on a positive balance and may take the key
+ * down to -max_debt; settle's charge stops there (docs/policies.md).
+ */
+static void
+run_debt(void)
+{
+	RlPolicy	tb = bucket(10, MIN, 10);	/* one token per 6 s */
+	RlPolicy	fw = window(10, HOUR, 10, 0);
+	RlState		out;
+	RlDecision	d;
+	double		charged;
+
+	tb.has_max_debt = true;
+	tb.max_debt = 20;
+	fw.has_max_debt = true;
+	fw.max_debt = 5;
+
+	/* 10 held: 10 - 25 = -15 >= -20, granted at once (no retry) */
+	rl_decide(&tb, 0, &(RlState) {10, 0}, 0, 25, false, &d);
+	expect(d.ok && !d.has_retry && near(d.state.value, -15),
+		   "debt: a call below zero, within the bound");
+	/* 9 - 30 = -21 < -20: refused until 10 held, 6 s a token */
+	rl_decide(&tb, 0, &(RlState) {9, 0}, 0, 30, false, &d);
+	expect(!d.ok && d.retry_after == 6 * SEC, "debt: past the bound, wait");
+	/* nothing admitted at 0: the least positive balance, a microsecond on */
+	rl_decide(&tb, 0, &(RlState) {0, 0}, 0, 1, false, &d);
+	expect(!d.ok && d.has_retry && d.retry_after == 1,
+		   "debt: refused at 0, retry when positive");
+	rl_decide(&tb, 0, &(RlState) {0, 0}, 1, 1, false, &d);
+	expect(d.ok, "debt: granted on a positive balance");
+	/* -15 at 0: 15 tokens = 90 s to 0, and a microsecond more */
+	rl_decide(&tb, 0, &(RlState) {-15, 0}, 0, 1, false, &d);
+	expect(!d.ok && d.retry_after == 90 * SEC + 1, "debt: retry exact");
+	rl_decide(&tb, 0, &(RlState) {-15, 0}, 90 * SEC, 1, false, &d);
+	expect(!d.ok, "debt: refused at exactly 0");
+	/* a fixed window: 10 - 14 = -4, then 0 in the next: refused till 2h */
+	rl_decide(&fw, 0, &(RlState) {10, 0}, 0, 14, false, &d);
+	expect(d.ok && near(d.state.value, -4), "debt: fixed window");
+	rl_decide(&fw, 0, &(RlState) {-10, 0}, HOUR, 1, false, &d);
+	expect(!d.ok && d.retry_after == HOUR, "debt: fixed window waits whole windows");
+
+	expect(rl_count_problem(&tb, 30, false) == NULL &&
+		   rl_count_problem(&tb, 30.5, false) != NULL &&
+		   rl_count_problem(&tb, 1, true) != NULL,
+		   "debt: counts up to capacity + max_debt, no reserve");
+	tb.has_max_reserved = true;
+	expect(rl_policy_problem(&tb) != NULL, "debt: not with max_reserved");
+	tb.has_max_reserved = false;
+
+	/* settle's charge: 2 - 30 stops at -20, 22 taken */
+	rl_charge_state(&tb, 0, &(RlState) {2, 0}, 0, 30, &out, &charged);
+	expect(out.value == -20 && charged == 22, "charge: stops at -max_debt");
+	/* within the bound: all of it */
+	rl_charge_state(&tb, 0, &(RlState) {2, 0}, 0, 5, &out, &charged);
+	expect(near(out.value, -3) && charged == 5, "charge: within the bound");
+	/* deeper already (a lowered max_debt): nothing, and not lifted */
+	rl_charge_state(&tb, 0, &(RlState) {-25, 0}, 0, 5, &out, &charged);
+	expect(out.value == -25 && charged == 0, "charge: never lifts a deeper debt");
+	/* without max_debt a charge is a penalty */
+	tb.has_max_debt = false;
+	rl_charge_state(&tb, 0, &(RlState) {2, 0}, 0, 30, &out, &charged);
+	expect(near(out.value, -28) && charged == 30, "charge: unbounded without max_debt");
+}
+
 int
 main(void)
 {
@@ -1442,6 +1507,7 @@ main(void)
 	run_calendar();
 	run_sliding();
 	run_escalation();
+	run_debt();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
