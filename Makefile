@@ -52,7 +52,8 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
 	concurrency stats new_keys inline_policies trigger_keys memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding \
-	row_hints memory_retry public_bounds canonical memory_quota reset result
+	row_hints memory_retry public_bounds canonical memory_quota reset result \
+	settle partial
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -88,7 +89,7 @@ include $(PGXS)
 # line says which.  make test's cluster lacks nothing.
 PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding memory_retry \
-	public_bounds canonical memory_quota reset result settle
+	public_bounds canonical memory_quota reset result settle partial
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
 	policies_block_race overrides wait_race redefine_store_wait settle_race

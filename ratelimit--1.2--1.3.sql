@@ -20,9 +20,10 @@ WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespa
 ALTER TYPE @extschema@.rl_result ADD ATTRIBUTE capacity float8,
 	ADD ATTRIBUTE allowed boolean,
 	ADD ATTRIBUTE retry_after_ms bigint,
-	ADD ATTRIBUTE reset_after_ms bigint;
+	ADD ATTRIBUTE reset_after_ms bigint,
+	ADD ATTRIBUTE granted float8;
 COMMENT ON TYPE @extschema@.rl_result IS
-	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, and the times in milliseconds';
+	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, the times in milliseconds, and the tokens taken';
 COMMENT ON COLUMN @extschema@.rl_result.ok IS
 	'the call got its tokens (a reservation too: see allowed)';
 COMMENT ON COLUMN @extschema@.rl_result.retry_after IS
@@ -39,6 +40,8 @@ COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
 	'retry_after in whole milliseconds, rounded up';
 COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
 	'reset_after in whole milliseconds, rounded up';
+COMMENT ON COLUMN @extschema@.rl_result.granted IS
+	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode: count, though it took nothing)';
 ALTER TYPE @extschema@.rl_all_result ADD ATTRIBUTE remaining float8,
 	ADD ATTRIBUTE reset_after interval,
 	ADD ATTRIBUTE capacity float8,
@@ -413,14 +416,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -430,14 +434,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -447,14 +452,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -464,14 +470,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -481,14 +488,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 -- rl_reset's config argument (1.3): reset the key's state under an inline
 -- policy, as rl_limit with that config uses it (a memory key at commit).

@@ -28,10 +28,11 @@ CREATE TYPE @extschema@.rl_result AS (
 	capacity float8,
 	allowed boolean,
 	retry_after_ms bigint,
-	reset_after_ms bigint
+	reset_after_ms bigint,
+	granted float8
 );
 COMMENT ON TYPE @extschema@.rl_result IS
-	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, and the times in milliseconds';
+	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, the times in milliseconds, and the tokens taken';
 COMMENT ON COLUMN @extschema@.rl_result.ok IS
 	'the call got its tokens (a reservation too: see allowed)';
 COMMENT ON COLUMN @extschema@.rl_result.retry_after IS
@@ -48,6 +49,8 @@ COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
 	'retry_after in whole milliseconds, rounded up';
 COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
 	'reset_after in whole milliseconds, rounded up';
+COMMENT ON COLUMN @extschema@.rl_result.granted IS
+	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode: count, though it took nothing)';
 
 CREATE TYPE @extschema@.rl_state AS (
 	value float8,
@@ -211,12 +214,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -226,12 +230,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -241,12 +246,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -256,12 +262,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -271,12 +278,13 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
+COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
 
 CREATE FUNCTION @extschema@.rl_check(
 	name text,
@@ -498,23 +506,23 @@ COMMENT ON FUNCTION @extschema@.rl_enforce() IS
 -- Grants: everything starts revoked from PUBLIC; then anyone may build
 -- policies and consume, check and read limits.  Defining, undefining and
 -- resetting limits stay with the extension owner until granted.
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, text, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, bigint, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, integer, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, smallint, @extschema@.rl_policy) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, uuid, @extschema@.rl_policy) FROM PUBLIC;
@@ -526,19 +534,19 @@ REVOKE ALL ON FUNCTION @extschema@.rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_enforce() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) FROM PUBLIC;
 
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, text, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, bigint, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, integer, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, smallint, @extschema@.rl_policy) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, uuid, @extschema@.rl_policy) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_limit_all(text[], text[], float8[], boolean, boolean, boolean) TO PUBLIC;

@@ -1329,6 +1329,39 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
 	return window_reset(policy, origin, now, &d->reset_after);
 }
 
+/*
+ * What a partial call decides on (rl_limit's partial): count, or what the
+ * shards it holds let a call take now when that is less, in whole tokens
+ * when count is whole.  When that is nothing, min(count, 1): a call the
+ * state refuses, whose retry_after is the time until one token (or the
+ * whole count, when less) is there.  Never a reservation, never a debt:
+ * rl_decide grants exactly what it takes, by the same comparison.
+ * states[i] is NULL for a shard with no stored state (full).
+ */
+double
+rl_partial_count(const RlPolicy *policy, int64_t origin, int nshards,
+				 const RlState *const *states, int64_t now, double count)
+{
+	double		available = 0;
+	double		take;
+
+	if (!valid_time(now))
+		return count;			/* rl_decide says why */
+	for (int i = 0; i < nshards; i++)
+	{
+		if (states[i] == NULL)
+			available += policy->capacity;
+		else if (!valid_time(states[i]->ts))
+			return count;
+		else
+			available += rl_available(policy, origin, *states[i], now);
+	}
+	take = fmin(count, available);
+	if (count == floor(count))
+		take = floor(take);
+	return take > 0 ? take : fmin(count, 1);
+}
+
 /* A retry delay spread over [0, period), from a uniform draw in [0, 1). */
 int64_t
 rl_jitter(int64_t period, double unit_random)

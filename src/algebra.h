@@ -179,6 +179,7 @@ typedef struct RlShardDecision
 	/* what a defined limit's options did (limit.c sets them, not this file) */
 	bool		shadowed;		/* refused, granted by shadow mode */
 	bool		blocked;		/* refused, and the key blocked for it */
+	double		granted;		/* what a grant takes (store.c sets it) */
 } RlShardDecision;
 
 extern const char *rl_kind_name(RlKind kind);
@@ -221,6 +222,9 @@ extern RlStatus rl_decide_shards(const RlPolicy *shard_policy, int64_t origin,
 								 int nshards, const RlState *const *states,
 								 int64_t now, double count, bool reserve,
 								 RlShardDecision *decision);
+extern double rl_partial_count(const RlPolicy *policy, int64_t origin,
+							   int nshards, const RlState *const *states,
+							   int64_t now, double count);
 extern int64_t rl_jitter(int64_t period, double unit_random);
 
 extern RlStatus rl_refund_state(const RlPolicy *policy, int64_t origin,

@@ -58,6 +58,7 @@ PG_MODULE_MAGIC;
 #define ARG_CONFIG		5
 #define ARG_JITTER		6
 #define ARG_LIMIT_WAIT	7		/* rl_limit only, from 1.3 */
+#define ARG_LIMIT_PARTIAL 8		/* rl_limit only, from 1.3 */
 #define ARG_VALUE_CONFIG 2		/* rl_value(name, key, config) */
 #define ARG_RESET_CONFIG 2		/* rl_reset(name, key, config), from 1.3 */
 
@@ -283,17 +284,32 @@ answer_allowed(const RlAnswer *answer)
 }
 
 /*
+ * What a call took, as rl_result reports it: nothing when refused; count
+ * when shadow mode granted it (the limit took nothing, the caller goes on
+ * as granted); else what the decision took (less than count for a
+ * partial call).
+ */
+static double
+answer_granted(const RlAnswer *answer, double count)
+{
+	if (!answer->ok)
+		return 0;
+	return answer->shadowed ? count : answer->granted;
+}
+
+/*
  * The rl_result row for an answer: ok, retry_after, remaining,
- * reset_after, and (1.3) capacity, allowed, retry_after_ms and
- * reset_after_ms.  A schema still at 1.2 has the first four only.
+ * reset_after, and (1.3) capacity, allowed, retry_after_ms,
+ * reset_after_ms and granted.  A schema still at 1.2 has the first four
+ * only.
  */
 static Datum
 result_datum(RlCallCache *cache, const RlTarget *target, double count,
 			 const RlAnswer *answer)
 {
-	Datum		values[8];
-	bool		nulls[8] = {false, !answer->has_retry, false, false,
-	false, false, !answer->has_retry, false};
+	Datum		values[9];
+	bool		nulls[9] = {false, !answer->has_retry, false, false,
+	false, false, !answer->has_retry, false, false};
 
 	values[0] = BoolGetDatum(answer->ok);
 	values[1] = answer->has_retry ?
@@ -305,6 +321,7 @@ result_datum(RlCallCache *cache, const RlTarget *target, double count,
 	values[5] = BoolGetDatum(answer_allowed(answer));
 	values[6] = Int64GetDatum(rl_ceil_ms(answer->retry_after));
 	values[7] = Int64GetDatum(rl_ceil_ms(answer->reset_after));
+	values[8] = Float8GetDatum(answer_granted(answer, count));
 	Assert(cache->result_desc->natts <= lengthof(values));
 	return HeapTupleGetDatum(heap_form_tuple(cache->result_desc, values, nulls));
 }
@@ -349,6 +366,38 @@ limit_wait(FunctionCallInfo fcinfo)
 	return (int64) wait;
 }
 
+/*
+ * rl_limit's partial: false when not given (rl_check, rl_limit of 1.0 to
+ * 1.2).  A partial call takes only what the key holds now, so it reserves
+ * nothing, and it decides on one row: not on a sharded limit, whose call
+ * takes from one or two shards of many.
+ */
+static bool
+limit_partial(FunctionCallInfo fcinfo, bool reserve)
+{
+	if (PG_NARGS() <= ARG_LIMIT_PARTIAL ||
+		!required_bool(fcinfo, ARG_LIMIT_PARTIAL, "partial"))
+		return false;
+	if (reserve)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partial and reserve cannot be combined"),
+				 errdetail("A partial call takes only what the key holds now; a reservation takes what it does not hold yet.")));
+	return true;
+}
+
+/* Refuse a partial call on a limit it cannot decide. */
+static void
+check_partial(const RlTarget *target)
+{
+	if (target->partial && target->policy.shards > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a sharded limit cannot grant part of a call"),
+				 errdetail("Limit \"%s\" has %d shards; a call takes from one or two of them, so what the key holds is not what a call could take.",
+						   text_to_cstring(target->label), target->policy.shards)));
+}
+
 /* rl_limit and rl_check: decide a call, consuming or not. */
 static Datum
 limit_or_check(FunctionCallInfo fcinfo, bool consuming)
@@ -370,9 +419,11 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	jitter = required_bool(fcinfo, ARG_JITTER, "jitter");
 
 	wait = consuming ? limit_wait(fcinfo) : 0;
+	target.partial = consuming && limit_partial(fcinfo, reserve);
 
 	rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_CONFIG));
+	check_partial(&target);
 	if (consuming)
 		require_writable(&target, "rl_limit()");
 	if (consuming && wait > 0)

@@ -91,7 +91,7 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
  * another limit refused).
  */
 static void
-count_answer(const RlTarget *target, RlStatsCall *call, double count,
+count_answer(const RlTarget *target, RlStatsCall *call,
 			 const RlAnswer *answer, bool consumed)
 {
 	call->values[RL_STAT_shadow_refused] = answer->shadowed;
@@ -104,7 +104,7 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 	/* a call shadow mode granted took nothing, and reserved nothing */
 	if (consumed && !answer->shadowed)
 	{
-		call->values[RL_STAT_tokens] = count;
+		call->values[RL_STAT_tokens] = answer->granted;
 		if (answer->has_retry)
 		{
 			call->values[RL_STAT_reservations] = 1;
@@ -154,7 +154,7 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 	}
 	PG_END_TRY();
 	if (final || answer->ok)
-		count_answer(target, callp, count, answer, true);
+		count_answer(target, callp, answer, true);
 	else
 		rl_stats_attribute(NULL);
 }
@@ -510,7 +510,7 @@ consume_all(AllCall *call)
 	 */
 	for (int i = 0; i < n && call->calls; i++)
 		if (call->first[i] == i)
-			count_answer(&call->targets[i], &call->calls[i], call->total[i],
+			count_answer(&call->targets[i], &call->calls[i],
 						 &call->answers[i], refused < 0);
 	return refused;
 }

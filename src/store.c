@@ -92,9 +92,13 @@ rl_decide_held(const RlTarget *target, const RlHeld *held, double count,
 
 	for (int i = 0; i < held->n; i++)
 		states[i] = held->stored[i] ? &held->state[i] : NULL;
+	if (target->partial)
+		count = rl_partial_count(&policy, target->origin, held->n, states,
+								 held->now, count);
 	rl_check_status(rl_decide_shards(&policy, target->origin, held->n, states,
 									 held->now, count, reserve, answer),
 					held->now);
+	answer->granted = answer->ok ? count : 0;
 	for (int i = 0; i < held->n; i++)
 		if (answer->write[i])
 			rl_check_state_time(&answer->state[i], held->now);

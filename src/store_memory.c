@@ -82,8 +82,8 @@ memory_consume(RlTarget *target, double count, bool reserve,
 	hold_memory(target, &k, &held);
 	rl_decide_held(target, &held, count, reserve, answer);
 	if (answer->ok)
-		rl_memory_take(&k, &target->policy, target->origin, held.now, count,
-					   target->epoch);
+		rl_memory_take(&k, &target->policy, target->origin, held.now,
+					   answer->granted, target->epoch);
 	rl_memory_unlock();
 }
 

@@ -42,6 +42,7 @@ rl_target_init(RlTarget *target, text *name, text *key)
 				 errdetail("It separates a name from its inline policy in stored state.")));
 	target->name = name;
 	target->label = name;
+	target->partial = false;
 	target->key_is_null = key == NULL;
 	if (key == NULL)
 	{
@@ -245,6 +246,7 @@ rl_target_for_row(RlTarget *target, text *name, text *key,
 	target->policy = *policy;
 	target->defined = true;
 	target->epoch = PG_UINT64_MAX;
+	target->partial = false;
 	set_origin(target);
 	target->store = rl_store_of(&target->policy);
 }
@@ -352,12 +354,19 @@ rl_target_recheck(RlTarget *target, double count, bool reserve)
 	rl_target_check_count(target, count, reserve);
 }
 
-/* Refuse a count the limit can never grant. */
+/*
+ * Refuse a count the limit can never grant.  A partial call asks for at
+ * most what a full key holds, so its count may exceed the capacity.
+ */
 void
 rl_target_check_count(const RlTarget *target, double count, bool reserve)
 {
 	const RlPolicy *p = &target->policy;
-	const char *problem = rl_count_problem(p, count, reserve);
+	const char *problem;
+
+	if (target->partial && count > p->capacity && count <= RL_MAX_AMOUNT)
+		count = p->capacity;
+	problem = rl_count_problem(p, count, reserve);
 
 	if (problem == NULL)
 		return;

@@ -33,6 +33,8 @@ typedef struct RlTarget
 	uint64		epoch;			/* the definitions' epoch the policy was
 								 * read at (rl_definition_lookup_at);
 								 * PG_UINT64_MAX: not known */
+	bool		partial;		/* rl_limit's partial: a call takes what the
+								 * key holds, up to its count */
 } RlTarget;
 
 extern void rl_target_init(RlTarget *target, text *name, text *key);

@@ -34,10 +34,10 @@ BEGIN
     ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, 'disk', NULL)::ratelimit.rl_policy];
   results := ARRAY[
     NULL,
-    ROW(true, NULL, 1, '1 second', NULL, NULL, NULL, NULL)::ratelimit.rl_result,
-    ROW(false, '-1 day', 'NaN', '-100000000 years', NULL, NULL, NULL, NULL)::ratelimit.rl_result,
-    ROW(false, '100000 years', '-Infinity', '1 microsecond', NULL, NULL, NULL, NULL)::ratelimit.rl_result,
-    ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result];
+    ROW(true, NULL, 1, '1 second', NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result,
+    ROW(false, '-1 day', 'NaN', '-100000000 years', NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result,
+    ROW(false, '100000 years', '-Infinity', '1 microsecond', NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result,
+    ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result];
   FOR i IN 1..4000 LOOP
     fn := fns[1 + floor(random() * array_length(fns, 1))::int];
     BEGIN

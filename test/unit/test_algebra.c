@@ -1488,6 +1488,35 @@ run_debt(void)
 	expect(near(out.value, -28) && charged == 30, "charge: unbounded without max_debt");
 }
 
+/* rl_limit's partial: what a partial call decides on (docs/policies.md). */
+static void
+run_partial(void)
+{
+	RlPolicy	tb = bucket(10, MIN, 10);	/* one token per 6 s */
+	RlState		st = {6, 0};
+	const RlState *one[1] = {&st};
+	const RlState *none[1] = {NULL};
+	RlDecision	d;
+	double		c;
+
+	expect(rl_partial_count(&tb, 0, 1, one, 0, 7) == 6, "partial: what is held");
+	expect(rl_partial_count(&tb, 0, 1, one, 0, 3) == 3, "partial: count when held");
+	expect(rl_partial_count(&tb, 0, 1, none, 0, 50) == 10, "partial: a new key is full");
+	/* 1.5 held at 9 s from 0: whole tokens for a whole count */
+	st.value = 0;
+	expect(rl_partial_count(&tb, 0, 1, one, 9 * SEC, 7) == 1, "partial: whole tokens");
+	expect(near(rl_partial_count(&tb, 0, 1, one, 9 * SEC, 2.5), 1.5),
+		   "partial: a fractional count takes a fraction");
+	/* 0.5 held: one token, refused, retry when it is there (3 s) */
+	c = rl_partial_count(&tb, 0, 1, one, 3 * SEC, 7);
+	rl_decide(&tb, 0, &st, 3 * SEC, c, false, &d);
+	expect(c == 1 && !d.ok && d.retry_after == 3 * SEC, "partial: nothing, one token's wait");
+	/* what it takes, it is granted, to the last bit */
+	c = rl_partial_count(&tb, 0, 1, one, 1, 2.5);
+	rl_decide(&tb, 0, &st, 1, c, false, &d);
+	expect(d.ok && d.state.value == 0, "partial: granted exactly what is there");
+}
+
 int
 main(void)
 {
@@ -1508,6 +1537,7 @@ main(void)
 	run_sliding();
 	run_escalation();
 	run_debt();
+	run_partial();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
