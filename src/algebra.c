@@ -38,45 +38,6 @@
 #include <math.h>
 #include <string.h>
 
-/* The SQL name of a kind, as stored in the definitions table. */
-const char *
-rl_kind_name(RlKind kind)
-{
-	switch (kind)
-	{
-		case RL_TOKEN_BUCKET:
-			return "token bucket";
-		case RL_FIXED_WINDOW:
-			return "fixed window";
-		case RL_CONCURRENCY:
-			return "concurrency";
-		case RL_CONCURRENCY_LEASE:
-			return "concurrency lease";
-		case RL_SLIDING_WINDOW:
-			return "sliding window";
-	}
-	return "unknown";
-}
-
-/* Parse a kind's SQL name; false when it names no kind. */
-bool
-rl_kind_parse(const char *name, RlKind *kind)
-{
-	if (strcmp(name, "token bucket") == 0)
-		*kind = RL_TOKEN_BUCKET;
-	else if (strcmp(name, "fixed window") == 0)
-		*kind = RL_FIXED_WINDOW;
-	else if (strcmp(name, "concurrency") == 0)
-		*kind = RL_CONCURRENCY;
-	else if (strcmp(name, "concurrency lease") == 0)
-		*kind = RL_CONCURRENCY_LEASE;
-	else if (strcmp(name, "sliding window") == 0)
-		*kind = RL_SLIDING_WINDOW;
-	else
-		return false;
-	return true;
-}
-
 /* True when x is a finite amount within [lo, RL_MAX_AMOUNT]. */
 static bool
 amount_in_range(double x, double lo, bool lo_inclusive)
@@ -140,10 +101,7 @@ rl_policy_problem(const RlPolicy *policy)
 {
 	if (policy->has_max_debt)
 	{
-		/*
-		 * A sliding window's count cannot go below zero, and shards would
-		 * each admit on their own positive balance, so owe up to N debts.
-		 */
+		/* shards would each admit on a positive balance of their own */
 		if (policy->kind != RL_TOKEN_BUCKET && policy->kind != RL_FIXED_WINDOW)
 			return "max_debt applies only to token bucket and fixed window limits";
 		if (!amount_in_range(policy->max_debt, 0, true))
@@ -311,40 +269,6 @@ floor_mod(int64_t a, int64_t m)
 	int64_t		r = a % m;
 
 	return r < 0 ? r + m : r;
-}
-
-/*
- * The period a calendar unit counts as where a length is needed (bounds,
- * jitter): as extract(epoch from interval) counts '1 day', '1 week',
- * '1 month' (30 days) and '1 year' (365.25 days).  0 for no unit.
- */
-int64_t
-rl_calendar_period(RlCalendarUnit unit)
-{
-	switch (unit)
-	{
-		case RL_CALENDAR_NONE:
-			break;
-		case RL_CALENDAR_DAY:
-			return RL_USECS_PER_DAY;
-		case RL_CALENDAR_WEEK:
-			return 7 * RL_USECS_PER_DAY;
-		case RL_CALENDAR_MONTH:
-			return 30 * RL_USECS_PER_DAY;
-		case RL_CALENDAR_YEAR:
-			return 36525 * RL_USECS_PER_DAY / 100;
-	}
-	return 0;
-}
-
-/* The calendar unit whose period is period; RL_CALENDAR_NONE for none. */
-RlCalendarUnit
-rl_calendar_unit_of_period(int64_t period)
-{
-	for (RlCalendarUnit u = RL_CALENDAR_DAY; u <= RL_CALENDAR_YEAR; u++)
-		if (rl_calendar_period(u) == period)
-			return u;
-	return RL_CALENDAR_NONE;
 }
 
 /* True for a fixed window of calendar windows. */
@@ -1112,10 +1036,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	need = admission_need(policy, count, reserve);
 	decision->ok = current.value >= need;
 
-	/*
-	 * A debt is no reservation: the call acts at once.  The bound holds
-	 * exactly, where count - max_debt rounded.
-	 */
+	/* a debt is no reservation (act at once); its bound holds exactly */
 	if (decision->ok && policy->has_max_debt)
 		after.value = fmax(after.value, -policy->max_debt);
 	decision->state = after;
