@@ -67,7 +67,7 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
 	memory_last_token memory_lowered memory_gc_undefined memory_drop_extension row_hints \
 	policies_mixed_recheck policies_block_race overrides overrides_untracked \
-	wait_race redefine_store_wait settle_race
+	wait_race redefine_store_wait settle_race partial_race
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
