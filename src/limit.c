@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "limit.h"
+#include "refused.h"
 #include "stats.h"
 #include "store.h"
 
@@ -99,6 +100,8 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 	if (!answer->ok)
 	{
 		rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
+		rl_refused_record(target->label, target->key, target->key_is_null,
+						  1, answer->blocked);
 		return;
 	}
 	/* a call shadow mode granted took nothing, and reserved nothing */
@@ -197,6 +200,8 @@ rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
 		call.values[RL_STAT_blocks] = answer->blocked;
 		rl_stats_record(target->label, &call, RL_STATS_CHECKED,
 						rl_clock_now());
+		rl_refused_record(target->label, target->key, target->key_is_null,
+						  1, answer->blocked);
 	}
 }
 
