@@ -1431,8 +1431,54 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'rl_stats_reset'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.rl_stats_reset(text) IS
-	'zero the statistics of one limit name in this database; with NULL, forget every row of rl_stats (every database)';
+	'zero the statistics of one limit name in this database, its rl_refused rows included; with NULL, forget every row of rl_stats and rl_refused (every database)';
 REVOKE ALL ON FUNCTION @extschema@.rl_stats_reset(text) FROM PUBLIC;
+
+-- who is refused (1.3)
+-- Per (database, limit name), the keys refused and blocked most over the
+-- last two windows of ratelimit.refused_window, kept in shared memory by
+-- the library (src/refused.c): statistics, not transactional state.
+CREATE FUNCTION @extschema@.rl_refused_rows(
+	OUT dbid oid,
+	OUT name text,
+	OUT key text,
+	OUT refusals bigint,
+	OUT blocks bigint,
+	OUT error bigint,
+	OUT since timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'rl_refused_rows'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_refused_rows() IS
+	'the rows behind the view rl_refused: per (database, limit name), the ratelimit.refused_top_k keys with the most refusals and blocks';
+REVOKE ALL ON FUNCTION @extschema@.rl_refused_rows() FROM PUBLIC;
+
+-- Not granted to PUBLIC: it lists keys of every database.
+CREATE VIEW @extschema@.rl_refused AS
+SELECT r.dbid,
+	d.datname,
+	r.name,
+	r.key,
+	r.refusals,
+	r.blocks,
+	r.error,
+	r.since
+FROM @extschema@.rl_refused_rows() r
+LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) r.dbid
+ORDER BY r.dbid, r.name,
+	r.refusals OPERATOR(pg_catalog.+) r.blocks OPERATOR(pg_catalog.+) r.error DESC,
+	r.key;
+COMMENT ON VIEW @extschema@.rl_refused IS
+	'per limit name and database: the keys refused and blocked most in the current and the previous window of ratelimit.refused_window (at most ratelimit.refused_top_k per name); not transactional';
+COMMENT ON COLUMN @extschema@.rl_refused.dbid IS 'the database the calls ran in';
+COMMENT ON COLUMN @extschema@.rl_refused.datname IS 'its name';
+COMMENT ON COLUMN @extschema@.rl_refused.name IS 'the limit name';
+COMMENT ON COLUMN @extschema@.rl_refused.key IS 'the key (its first 128 bytes); NULL for the NULL key';
+COMMENT ON COLUMN @extschema@.rl_refused.refusals IS 'refused calls of the key counted since since: consuming calls and rl_check calls';
+COMMENT ON COLUMN @extschema@.rl_refused.blocks IS 'blocks of the key that started (block_for) counted since since';
+COMMENT ON COLUMN @extschema@.rl_refused.error IS 'at most this many refusals and blocks of the key went uncounted, before it was counted; 0: refusals and blocks are exact';
+COMMENT ON COLUMN @extschema@.rl_refused.since IS 'when the key was first counted in the two windows (the limiter''s clock)';
+REVOKE ALL ON @extschema@.rl_refused FROM PUBLIC;
 
 -- Roles for the application and for migrations.  rl_grant_sets is the one
 -- list of what each set grants: 'app' (what an application calls),
@@ -1480,6 +1526,8 @@ VALUES
 	('admin', 'rl_stats_rows', 'EXECUTE'),
 	('admin', 'rl_stats_info', 'SELECT'),
 	('admin', 'rl_stats_info_row', 'EXECUTE'),
+	('admin', 'rl_refused', 'SELECT'),
+	('admin', 'rl_refused_rows', 'EXECUTE'),
 	('admin', 'rl_permits', 'SELECT'),
 	('admin', 'rl_lease_status', 'SELECT'),
 	('admin', 'rl_grant_sets', 'SELECT'),
@@ -1585,7 +1633,7 @@ BEGIN ATOMIC
 	SELECT @extschema@.rl_grant_set('admin', role, false);
 END;
 COMMENT ON FUNCTION @extschema@.rl_grant_admin(regrole) IS
-	'grant a role what a migration or an operator calls: rl_define, rl_define_concurrency, rl_undefine, rl_override, rl_unoverride, rl_gc, rl_stats_reset and the views rl_status, rl_stats (rl_grant_sets lists them); the extension''s owner or a superuser only';
+	'grant a role what a migration or an operator calls: rl_define, rl_define_concurrency, rl_undefine, rl_override, rl_unoverride, rl_gc, rl_stats_reset and the views rl_status, rl_stats, rl_refused (rl_grant_sets lists them); the extension''s owner or a superuser only';
 REVOKE ALL ON FUNCTION @extschema@.rl_grant_admin(regrole) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_revoke_app(role regrole)

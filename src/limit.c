@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "limit.h"
+#include "refused.h"
 #include "stats.h"
 #include "store.h"
 
@@ -86,6 +87,20 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 }
 
 /*
+ * Count a refused call in its limit's statistics, and its key in
+ * rl_refused.  Out of line, so that a granted call's path through
+ * count_answer is what it was without rl_refused.
+ */
+static pg_noinline void
+count_refusal(const RlTarget *target, RlStatsCall *call,
+			  const RlAnswer *answer)
+{
+	rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
+	rl_refused_record(target->label, target->key, target->key_is_null,
+					  1, answer->blocked);
+}
+
+/*
  * Count a decided call in the limit's statistics.  consumed: its tokens
  * were taken (false for a limit that granted inside an rl_limit_all call
  * another limit refused).
@@ -98,7 +113,7 @@ count_answer(const RlTarget *target, RlStatsCall *call,
 	call->values[RL_STAT_blocks] = answer->blocked;
 	if (!answer->ok)
 	{
-		rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
+		count_refusal(target, call, answer);
 		return;
 	}
 	/* a call shadow mode granted took nothing, and reserved nothing */
@@ -197,6 +212,8 @@ rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
 		call.values[RL_STAT_blocks] = answer->blocked;
 		rl_stats_record(target->label, &call, RL_STATS_CHECKED,
 						rl_clock_now());
+		rl_refused_record(target->label, target->key, target->key_is_null,
+						  1, answer->blocked);
 	}
 }
 
