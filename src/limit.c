@@ -19,6 +19,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "access.h"
 #include "clock.h"
 #include "limit.h"
 #include "stats.h"
@@ -160,6 +161,77 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 }
 
 /*
+ * The limit's allow and deny lists, before its state: true when an entry
+ * decides the call, whose answer is then filled.  Denied: refused at
+ * once, touching no state, retry_after the time until the address is no
+ * longer denied (none: for ever).  Allowed: granted without consuming,
+ * reporting what the key holds.  Shadow mode and block_for do not apply:
+ * an entry is an operator's decision, not the limit's.
+ */
+static bool
+listed(RlTarget *target, RlAnswer *answer)
+{
+	TimestampTz now;
+	TimestampTz until;
+	bool		has_until;
+	RlAccess	access;
+
+	if (target->address == NULL || !target->policy.access_lists)
+		return false;
+	now = rl_clock_now();
+	access = rl_access_of(target, now, &has_until, &until);
+	if (access == RL_ACCESS_NONE)
+		return false;
+	if (access == RL_ACCESS_ALLOW)
+	{
+		rl_peek(target, 0, false, answer);
+		answer->ok = true;
+		answer->has_retry = false;
+		answer->retry_after = 0;
+		answer->shadowed = false;
+		answer->blocked = false;
+		answer->write[0] = answer->write[1] = false;
+		return true;
+	}
+	memset(answer, 0, sizeof(*answer));
+	target->denied = true;
+	answer->has_retry = has_until;
+	answer->retry_after = has_until ? Max(until - now, 1) : 0;
+	return true;
+}
+
+/*
+ * Whether the call is decided by the lists (listed), counted in the
+ * limit's statistics as a refusal, or a grant that took nothing.
+ */
+static bool
+listed_counted(RlTarget *target, double count, RlAnswer *answer)
+{
+	RlStatsCall call = {{0}};
+
+	if (!listed(target, answer))
+		return false;
+	if (rl_stats_tracking())
+		count_answer(target, &call, count, answer, false);
+	return true;
+}
+
+/*
+ * Whether the lists decide a call on the target now (wait.c: such a call
+ * does not wait).
+ */
+bool
+rl_target_listed(RlTarget *target)
+{
+	TimestampTz until;
+	bool		has_until;
+
+	return target->address != NULL && target->policy.access_lists &&
+		rl_access_of(target, rl_clock_now(), &has_until, &until) !=
+		RL_ACCESS_NONE;
+}
+
+/*
  * Consume count tokens from a limit: the call's answer (consume_counted).
  * blocks: false for a call that raises its refusal (throws => true,
  * rl_enforce), whose error would roll a block back: it then blocks
@@ -169,6 +241,9 @@ void
 rl_consume(RlTarget *target, double count, bool reserve, bool blocks,
 		   RlAnswer *answer)
 {
+	rl_target_check_count(target, count, reserve);
+	if (listed_counted(target, count, answer))
+		return;
 	consume_counted(target, count, reserve, true, blocks, answer);
 }
 
@@ -185,6 +260,18 @@ rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
 			  RlAnswer *answer)
 {
 	rl_target_check_count(target, count, reserve);
+	if (listed(target, answer))
+	{
+		if (!answer->ok && rl_stats_tracking())
+		{
+			RlStatsCall call = {{0}};
+
+			call.values[RL_STAT_check_refused] = 1;
+			rl_stats_record(target->label, &call, RL_STATS_CHECKED,
+							rl_clock_now());
+		}
+		return;
+	}
 	rl_peek(target, count, reserve, answer);
 	if (blocks && !(XactReadOnly && target->store->writes_table))
 		apply_block(target, count, reserve, answer);
@@ -332,6 +419,7 @@ typedef struct AllCall
 	RlStatsCall *calls;			/* NULL: statistics not tracked */
 	RlHeld	   *held;
 	bool		blocks;			/* a refusal blocks under block_for */
+	bool	   *listed;			/* decided by the lists (listed) */
 } AllCall;
 
 static int	block_all(AllCall *call);
@@ -342,7 +430,8 @@ decided_in(const AllCall *call, int k, const RlStoreOps *store)
 {
 	int			i = call->order[k];
 
-	return call->first[i] == i && call->targets[i].store == store;
+	return call->first[i] == i && !call->listed[i] &&
+		call->targets[i].store == store;
 }
 
 /* refused, or limit i when it refused with a longer retry_after. */
@@ -353,8 +442,11 @@ longest_refusal(const AllCall *call, int i, int refused)
 
 	if (answers[i].ok)
 		return refused;
-	return refused < 0 || answers[i].retry_after > answers[refused].retry_after ?
-		i : refused;
+	if (refused < 0 || !answers[refused].has_retry)
+		return refused < 0 ? i : refused;
+	/* a deny for ever refuses longest */
+	return !answers[i].has_retry ||
+		answers[i].retry_after > answers[refused].retry_after ? i : refused;
 }
 
 /*
@@ -378,6 +470,11 @@ peek_all(AllCall *call)
 		if (call->first[i] != i)
 			continue;
 		rl_target_check_count(target, call->total[i], call->reserve);
+		if (call->listed[i])
+		{
+			refused = longest_refusal(call, i, refused);
+			continue;
+		}
 		rl_target_reread_count(target, call->total[i], call->reserve);
 		target->store->peek(target, &call->held[i]);
 		rl_decide_held(target, &call->held[i], call->total[i], call->reserve,
@@ -490,6 +587,10 @@ consume_all(AllCall *call)
 							  call->reserve);
 		call->total[call->first[i]] += call->counts[i];
 	}
+	/* the lists first: a denied limit refuses the call, holding nothing */
+	for (int i = 0; i < n; i++)
+		if (call->first[i] == i)
+			call->listed[i] = listed(&call->targets[i], &call->answers[i]);
 	refused = peek_all(call);
 	if (refused < 0)
 	{
@@ -511,7 +612,7 @@ consume_all(AllCall *call)
 	for (int i = 0; i < n && call->calls; i++)
 		if (call->first[i] == i)
 			count_answer(&call->targets[i], &call->calls[i], call->total[i],
-						 &call->answers[i], refused < 0);
+						 &call->answers[i], refused < 0 && !call->listed[i]);
 	return refused;
 }
 
@@ -531,8 +632,9 @@ block_all(AllCall *call)
 
 		if (call->first[i] != i || call->answers[i].ok)
 			continue;
-		apply_block(&call->targets[i], call->total[i], call->reserve,
-					&call->answers[i]);
+		if (!call->listed[i])
+			apply_block(&call->targets[i], call->total[i], call->reserve,
+						&call->answers[i]);
 		refused = longest_refusal(call, i, refused);
 	}
 	return refused;
@@ -633,6 +735,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	call.calls = NULL;
 	call.held = palloc0(sizeof(RlHeld) * n);
 	call.blocks = blocks;
+	call.listed = palloc0(sizeof(bool) * n);
 	if (!rl_stats_tracking())
 		return consume_all(&call);
 	call.calls = palloc0(sizeof(RlStatsCall) * n);

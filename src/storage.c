@@ -65,6 +65,7 @@
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
+#include "access.h"
 #include "direct.h"
 #include "names.h"
 #include "policy.h"
@@ -101,6 +102,11 @@ typedef enum RlPlanId
 	PLAN_DELETE_OVERRIDE,
 	PLAN_DELETE_NAME_OVERRIDES,
 	PLAN_DELETE_STORED_KEY,		/* rl_reset's config: from 1.3 on */
+	/* allow and deny lists: rl_access exists from version 1.3 on */
+	PLAN_GET_ACCESS,
+	PLAN_PUT_ACCESS,
+	PLAN_DELETE_ACCESS,
+	PLAN_DELETE_NAME_ACCESS,
 	PLAN_COUNT
 } RlPlanId;
 
@@ -108,7 +114,7 @@ typedef struct RlPlanSpec
 {
 	const char *sql;			/* each %s stands for the quoted schema name */
 	int			nargs;
-	Oid			argtypes[15];
+	Oid			argtypes[17];
 } RlPlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
@@ -120,6 +126,9 @@ typedef struct RlPlanSpec
 #define KEY_OVERRIDDEN \
 	"EXISTS (SELECT FROM ONLY %s.rl_overrides o WHERE o.name" EQ "s.name" \
 	" AND o.key" EQ "s.key)"
+/* whether a name has allow or deny entries: old schemas replace it too */
+#define ACCESS_LISTED \
+	"EXISTS (SELECT FROM ONLY %s.rl_access a WHERE a.name" EQ "$1)"
 #define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
 /*
  * Every read of state rows selects prev (the sliding window's third
@@ -137,7 +146,8 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
 		"SELECT kind, rate, period, capacity, max_reserved, shards, start,"
 		" storage, time_zone, shadow, block_for, block_factor, block_max,"
-		" block_horizon, " OVERRIDDEN
+		" block_horizon, ipv4_prefix::pg_catalog.int4,"
+		" ipv6_prefix::pg_catalog.int4, " OVERRIDDEN ", " ACCESS_LISTED
 		" FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
@@ -145,9 +155,9 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"INSERT INTO %s.rl_definitions AS d"
 		" (name, kind, rate, period, capacity, max_reserved, shards, start,"
 		" storage, time_zone, shadow, block_for, block_factor, block_max,"
-		" block_horizon)"
+		" block_horizon, ipv4_prefix, ipv6_prefix)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-		" COALESCE($11, false), $12, $13, $14, $15)"
+		" COALESCE($11, false), $12, $13, $14, $15, $16, $17)"
 		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
 		" rate = excluded.rate, period = excluded.period,"
 		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
@@ -155,13 +165,14 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" storage = excluded.storage, time_zone = excluded.time_zone,"
 		" shadow = excluded.shadow, block_for = excluded.block_for,"
 		" block_factor = excluded.block_factor, block_max = excluded.block_max,"
-		" block_horizon = excluded.block_horizon"
+		" block_horizon = excluded.block_horizon,"
+		" ipv4_prefix = excluded.ipv4_prefix, ipv6_prefix = excluded.ipv6_prefix"
 		" WHERE d.kind" EQ "excluded.kind OR NOT (d.kind" EQ
 		" ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])"
 		" OR excluded.kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[]))",
-		15, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
+		17, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
 		INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID,
-		FLOAT8OID, INTERVALOID, INTERVALOID}
+		FLOAT8OID, INTERVALOID, INTERVALOID, INT4OID, INT4OID}
 	},
 	[PLAN_DELETE_DEFINITION] = {
 		"DELETE FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
@@ -280,6 +291,28 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"DELETE FROM ONLY %s.rate_limits WHERE name" EQ "$1 AND key" EQ "$2",
 		2, {TEXTOID, TEXTOID}
 	},
+	/* every entry whose network holds the address, the most specific first */
+	[PLAN_GET_ACCESS] = {
+		"SELECT action" EQ "'deny', expires_at FROM ONLY %s.rl_access"
+		" WHERE name" EQ "$1 AND net OPERATOR(pg_catalog.>>=) $2"
+		" ORDER BY pg_catalog.masklen(net) DESC, action" EQ "'deny' DESC",
+		2, {TEXTOID, INETOID}
+	},
+	[PLAN_PUT_ACCESS] = {
+		"INSERT INTO %s.rl_access AS a (name, net, action, expires_at, note)"
+		" VALUES ($1, $2, $3, $4, $5)"
+		" ON CONFLICT (name, net, action) DO UPDATE"
+		" SET expires_at = excluded.expires_at, note = excluded.note",
+		5, {TEXTOID, CIDROID, TEXTOID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[PLAN_DELETE_ACCESS] = {
+		"DELETE FROM ONLY %s.rl_access WHERE name" EQ "$1 AND net" EQ "$2",
+		2, {TEXTOID, CIDROID}
+	},
+	[PLAN_DELETE_NAME_ACCESS] = {
+		"DELETE FROM ONLY %s.rl_access WHERE name" EQ "$1",
+		1, {TEXTOID}
+	},
 };
 
 /* A scan of every state row that has a definition, a batch at a time. */
@@ -356,25 +389,33 @@ prepare_plan(int i, const char *quoted, bool storage)
 
 		replace_once(&sql, overridden, "false");
 		pfree(overridden);
+		overridden = psprintf(ACCESS_LISTED, quoted);
+		replace_once(&sql, overridden, "false");
+		pfree(overridden);
 		overridden = psprintf(KEY_OVERRIDDEN, quoted);
 		replace_once(&sql, overridden, "false");
 		pfree(overridden);
 		replace_once(&sql, " storage, time_zone, shadow, block_for, block_factor,"
-					 " block_max, block_horizon, false",
+					 " block_max, block_horizon, ipv4_prefix::pg_catalog.int4,"
+					 " ipv6_prefix::pg_catalog.int4, false, false",
 					 " NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					 " NULL::pg_catalog.bool, NULL::pg_catalog.interval,"
 					 " NULL::pg_catalog.float8, NULL::pg_catalog.interval,"
-					 " NULL::pg_catalog.interval, false");
+					 " NULL::pg_catalog.interval, NULL::pg_catalog.int4,"
+					 " NULL::pg_catalog.int4, false, false");
 		replace_once(&sql, "d.start, d.storage, d.time_zone",
 					 "d.start, NULL::pg_catalog.text, NULL::pg_catalog.text");
 		replace_once(&sql, " start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon)", " start)");
-		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12, $13, $14, $15)",
-					 ", $8)");
+					 " block_factor, block_max, block_horizon, ipv4_prefix,"
+					 " ipv6_prefix)", " start)");
+		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12, $13, $14, $15,"
+					 " $16, $17)", ", $8)");
 		replace_once(&sql, ", storage = excluded.storage, time_zone = excluded.time_zone,"
 					 " shadow = excluded.shadow, block_for = excluded.block_for,"
 					 " block_factor = excluded.block_factor, block_max = excluded.block_max,"
-					 " block_horizon = excluded.block_horizon", "");
+					 " block_horizon = excluded.block_horizon,"
+					 " ipv4_prefix = excluded.ipv4_prefix, ipv6_prefix = excluded.ipv6_prefix",
+					 "");
 		/* nor rate_limits.prev: read as NULL, never written */
 		replace_once(&sql, ", prev FROM", ", NULL::pg_catalog.float8 FROM");
 		replace_once(&sql, ", s.prev FROM", ", NULL::pg_catalog.float8 FROM");
@@ -671,6 +712,8 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 	rl_definition_options_from_values(values, nulls, policy);
 	policy->overrides = result_column(0, RL_DEFINITION_NATTS + 1, &overridden) &&
 		DatumGetBool(overridden);
+	policy->access_lists = result_column(0, RL_DEFINITION_NATTS + 2, &overridden) &&
+		DatumGetBool(overridden);
 	return true;
 }
 
@@ -711,7 +754,10 @@ rl_storage_delete_definition(text *name)
 		return false;
 	run_plan(PLAN_DELETE_NAME, args, NULL, false, SPI_OK_DELETE);
 	if (plans_storage)
+	{
 		run_plan(PLAN_DELETE_NAME_OVERRIDES, args, NULL, false, SPI_OK_DELETE);
+		run_plan(PLAN_DELETE_NAME_ACCESS, args, NULL, false, SPI_OK_DELETE);
+	}
 	return true;
 }
 
@@ -781,6 +827,68 @@ Oid
 rl_storage_overrides_relid(void)
 {
 	return get_relname_relid("rl_overrides", storage_nspid);
+}
+
+/* The table rl_access of the schema rl_storage_begin opened. */
+Oid
+rl_storage_access_relid(void)
+{
+	return get_relname_relid("rl_access", storage_nspid);
+}
+
+/*
+ * The entries of name's lists whose network holds address (a host address
+ * in text form), read like a definition with a fresh snapshot, the most
+ * specific first and deny before allow at the same network: allocated in
+ * cxt; returns how many.  Only for a name whose definition says it has
+ * entries (so, 1.3 on).
+ */
+int
+rl_storage_get_access(text *name, text *address, MemoryContext cxt,
+					  RlAccessEntry **entries)
+{
+	Datum		args[2];
+	Datum		d;
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
+	RlAccessEntry *result;
+
+	args[0] = PointerGetDatum(name);
+	args[1] = DirectFunctionCall1(inet_in,
+								  CStringGetDatum(text_to_cstring(address)));
+	run_plan_snapshot(PLAN_GET_ACCESS, args, NULL, false, latest,
+					  SPI_OK_SELECT);
+	UnregisterSnapshot(latest);
+	result = MemoryContextAllocZero(cxt, sizeof(RlAccessEntry) *
+									Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		result[i].deny = result_column(i, 1, &d) && DatumGetBool(d);
+		result[i].expires = result_column(i, 2, &d);
+		result[i].expires_at = result[i].expires ? DatumGetTimestampTz(d) : 0;
+	}
+	*entries = result;
+	return (int) SPI_processed;
+}
+
+/* Create or replace an entry (checked): name, net, action, expires_at, note. */
+void
+rl_storage_put_access(Datum *values, bool *nulls)
+{
+	char		argnulls[5];
+
+	for (int i = 0; i < 5; i++)
+		argnulls[i] = nulls[i] ? 'n' : ' ';
+	run_plan(PLAN_PUT_ACCESS, values, argnulls, false, SPI_OK_INSERT);
+}
+
+/* Delete the entries of one network of a name; false when there was none. */
+bool
+rl_storage_delete_access(text *name, Datum net)
+{
+	Datum		args[2] = {PointerGetDatum(name), net};
+
+	run_plan(PLAN_DELETE_ACCESS, args, NULL, false, SPI_OK_DELETE);
+	return SPI_processed > 0;
 }
 
 /* The parameters that address one state row. */
@@ -1355,7 +1463,8 @@ rl_storage_memory_definitions(void)
 	appendStringInfo(&sql,
 					 "SELECT name, kind, rate, period, capacity, max_reserved,"
 					 " shards, start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon, "
+					 " block_factor, block_max, block_horizon,"
+					 " ipv4_prefix::pg_catalog.int4, ipv6_prefix::pg_catalog.int4, "
 					 "EXISTS (SELECT FROM ONLY %s.rl_overrides o"
 					 " WHERE o.name" EQ "d.name)"
 					 " FROM ONLY %s.rl_definitions d"
