@@ -17,6 +17,30 @@
 #include "errors.h"
 #include "policy.h"
 
+/* Raise RL001 for a refused call; key is NULL for the shared limit. */
+void
+rl_raise_exceeded(text *name, text *key, double count, double remaining,
+				  int64 retry_after)
+{
+	Interval   *wait = rl_usecs_to_interval(retry_after);
+	char	   *retry = DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(wait)));
+
+	if (key == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
+				 errmsg("rate limit \"%s\" exceeded", text_to_cstring(name)),
+				 errdetail("The shared limit has %g tokens; the call asked for %g.",
+						   remaining, count),
+				 errhint("Retry after %s.", retry)));
+	ereport(ERROR,
+			(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
+			 errmsg("rate limit \"%s\" exceeded", text_to_cstring(name)),
+			 errdetail("Key \"%s\" has %g tokens; the call asked for %g.",
+					   text_to_cstring(key), remaining, count),
+			 errhint("Retry after %s.", retry)));
+}
+
 /*
  * Raise RL001 for a call the limit's deny list refused: address is the
  * caller's; retry_after when has_retry, else it is denied for ever.
@@ -39,29 +63,5 @@ rl_raise_denied(text *name, text *address, bool has_retry, int64 retry_after)
 			 errmsg("rate limit \"%s\" denies address \"%s\"",
 					text_to_cstring(name), text_to_cstring(address)),
 			 errdetail("The address is on the limit's deny list."),
-			 errhint("Retry after %s.", retry)));
-}
-
-/* Raise RL001 for a refused call; key is NULL for the shared limit. */
-void
-rl_raise_exceeded(text *name, text *key, double count, double remaining,
-				  int64 retry_after)
-{
-	Interval   *wait = rl_usecs_to_interval(retry_after);
-	char	   *retry = DatumGetCString(DirectFunctionCall1(interval_out,
-															IntervalPGetDatum(wait)));
-
-	if (key == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
-				 errmsg("rate limit \"%s\" exceeded", text_to_cstring(name)),
-				 errdetail("The shared limit has %g tokens; the call asked for %g.",
-						   remaining, count),
-				 errhint("Retry after %s.", retry)));
-	ereport(ERROR,
-			(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
-			 errmsg("rate limit \"%s\" exceeded", text_to_cstring(name)),
-			 errdetail("Key \"%s\" has %g tokens; the call asked for %g.",
-					   text_to_cstring(key), remaining, count),
 			 errhint("Retry after %s.", retry)));
 }

@@ -115,6 +115,26 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 	rl_stats_record(target->label, call, RL_STATS_GRANTED, rl_clock_now());
 }
 
+static bool listed(RlTarget *target, RlAnswer *answer);
+
+/*
+ * consume_counted's decision: the lists (listed), or the state; true when
+ * the lists decided, taking nothing.
+ */
+static bool
+consume_decided(RlTarget *target, double count, bool reserve, bool final,
+				bool blocks, RlAnswer *answer)
+{
+	rl_target_check_count(target, count, reserve);
+	if (listed(target, answer))
+		return true;
+	target->store->consume(target, count, reserve, answer);
+	apply_shadow(target, answer);
+	if (final && blocks)
+		apply_block(target, count, reserve, answer);
+	return false;
+}
+
 /*
  * Consume count tokens from a limit whose policy is known, refusing a
  * count it can never grant, and count the call in its statistics.  final:
@@ -129,24 +149,18 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 {
 	RlStatsCall call = {{0}};
 	RlStatsCall *callp = &call;
+	bool		by_lists = false;
 
 	if (!rl_stats_tracking())
 	{
-		rl_target_check_count(target, count, reserve);
-		target->store->consume(target, count, reserve, answer);
-		apply_shadow(target, answer);
-		if (final && blocks)
-			apply_block(target, count, reserve, answer);
+		(void) consume_decided(target, count, reserve, final, blocks, answer);
 		return;
 	}
 	rl_stats_attribute(callp);
 	PG_TRY();
 	{
-		rl_target_check_count(target, count, reserve);
-		target->store->consume(target, count, reserve, answer);
-		apply_shadow(target, answer);
-		if (final && blocks)
-			apply_block(target, count, reserve, answer);
+		by_lists = consume_decided(target, count, reserve, final, blocks,
+								   answer);
 	}
 	PG_CATCH();
 	{
@@ -155,7 +169,7 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 	}
 	PG_END_TRY();
 	if (final || answer->ok)
-		count_answer(target, callp, count, answer, true);
+		count_answer(target, callp, count, answer, !by_lists);
 	else
 		rl_stats_attribute(NULL);
 }
@@ -201,22 +215,6 @@ listed(RlTarget *target, RlAnswer *answer)
 }
 
 /*
- * Whether the call is decided by the lists (listed), counted in the
- * limit's statistics as a refusal, or a grant that took nothing.
- */
-static bool
-listed_counted(RlTarget *target, double count, RlAnswer *answer)
-{
-	RlStatsCall call = {{0}};
-
-	if (!listed(target, answer))
-		return false;
-	if (rl_stats_tracking())
-		count_answer(target, &call, count, answer, false);
-	return true;
-}
-
-/*
  * Whether the lists decide a call on the target now (wait.c: such a call
  * does not wait).
  */
@@ -241,9 +239,6 @@ void
 rl_consume(RlTarget *target, double count, bool reserve, bool blocks,
 		   RlAnswer *answer)
 {
-	rl_target_check_count(target, count, reserve);
-	if (listed_counted(target, count, answer))
-		return;
 	consume_counted(target, count, reserve, true, blocks, answer);
 }
 
