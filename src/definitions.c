@@ -488,6 +488,20 @@ rl_definitions_changed(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
+/* The hash key of a (name, key) cache entry: name, U+001F, key, zeros. */
+static void
+pair_key(char *hkey, text *name, text *key)
+{
+	int			nlen = VARSIZE_ANY_EXHDR(name);
+	int			klen = VARSIZE_ANY_EXHDR(key);
+
+	Assert(nlen <= RL_MAX_NAME_BYTES && klen <= RL_MAX_KEY_BYTES);
+	memset(hkey, 0, OVERRIDE_KEY_BYTES);
+	memcpy(hkey, VARDATA_ANY(name), nlen);
+	hkey[nlen] = RL_INLINE_SEPARATOR;
+	memcpy(hkey + nlen + 1, VARDATA_ANY(key), klen);
+}
+
 /*
  * The policy of one key of a defined name that has overrides (the policy
  * rl_definition_lookup returned, in policy): its override's rate, period,
@@ -499,8 +513,6 @@ bool
 rl_override_lookup(text *name, text *key, RlPolicy *policy)
 {
 	char		hkey[OVERRIDE_KEY_BYTES];
-	int			nlen = VARSIZE_ANY_EXHDR(name);
-	int			klen = VARSIZE_ANY_EXHDR(key);
 	RlOverrideEntry *entry;
 	HASHCTL		ctl;
 	bool		found;
@@ -509,12 +521,7 @@ rl_override_lookup(text *name, text *key, RlPolicy *policy)
 	uint64		seen;
 	Oid			relid;
 
-	Assert(nlen <= RL_MAX_NAME_BYTES && klen <= RL_MAX_KEY_BYTES);
-	memset(hkey, 0, sizeof(hkey));
-	memcpy(hkey, VARDATA_ANY(name), nlen);
-	hkey[nlen] = RL_INLINE_SEPARATOR;
-	memcpy(hkey + nlen + 1, VARDATA_ANY(key), klen);
-
+	pair_key(hkey, name, key);
 	AcceptInvalidationMessages();
 	if (override_cache != NULL)
 	{
@@ -567,8 +574,6 @@ int
 rl_access_lookup(text *name, text *address, RlAccessEntry **entries)
 {
 	char		hkey[OVERRIDE_KEY_BYTES];
-	int			nlen = VARSIZE_ANY_EXHDR(name);
-	int			alen = VARSIZE_ANY_EXHDR(address);
 	RlAccessCacheEntry *entry;
 	HASHCTL		ctl;
 	bool		found;
@@ -576,12 +581,7 @@ rl_access_lookup(text *name, text *address, RlAccessEntry **entries)
 	uint64		seen;
 	Oid			relid;
 
-	Assert(nlen <= RL_MAX_NAME_BYTES && alen <= RL_MAX_KEY_BYTES);
-	memset(hkey, 0, sizeof(hkey));
-	memcpy(hkey, VARDATA_ANY(name), nlen);
-	hkey[nlen] = RL_INLINE_SEPARATOR;
-	memcpy(hkey + nlen + 1, VARDATA_ANY(address), alen);
-
+	pair_key(hkey, name, address);
 	AcceptInvalidationMessages();
 	if (access_cache != NULL)
 	{
