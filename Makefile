@@ -36,7 +36,7 @@ OBJS = src/access.o src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
 	src/definitions.o src/direct.o src/errors.o src/fields.o src/functions.o src/gc.o \
 	src/held.o src/http.o src/limit.o src/memory.o src/memory_file.o src/memory_gc.o \
 	src/memory_names.o src/memory_table.o src/memory_xact.o src/names.o src/policy.o \
-	src/sha256.o src/shmem.o src/stats.o src/storage.o src/store.o src/store_memory.o \
+	src/sha256.o src/shmem.o src/stats.o src/storage.o src/storage_access.o src/store.o src/store_memory.o \
 	src/store_table.o src/target.o src/trigger.o src/wait.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \

@@ -65,7 +65,6 @@
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
-#include "access.h"
 #include "direct.h"
 #include "names.h"
 #include "policy.h"
@@ -102,11 +101,6 @@ typedef enum RlPlanId
 	PLAN_DELETE_OVERRIDE,
 	PLAN_DELETE_NAME_OVERRIDES,
 	PLAN_DELETE_STORED_KEY,		/* rl_reset's config: from 1.3 on */
-	/* allow and deny lists: rl_access exists from version 1.3 on */
-	PLAN_GET_ACCESS,
-	PLAN_PUT_ACCESS,
-	PLAN_DELETE_ACCESS,
-	PLAN_DELETE_NAME_ACCESS,
 	PLAN_COUNT
 } RlPlanId;
 
@@ -290,28 +284,6 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_DELETE_STORED_KEY] = {
 		"DELETE FROM ONLY %s.rate_limits WHERE name" EQ "$1 AND key" EQ "$2",
 		2, {TEXTOID, TEXTOID}
-	},
-	/* every entry whose network holds the address, the most specific first */
-	[PLAN_GET_ACCESS] = {
-		"SELECT action" EQ "'deny', expires_at FROM ONLY %s.rl_access"
-		" WHERE name" EQ "$1 AND net OPERATOR(pg_catalog.>>=) $2"
-		" ORDER BY pg_catalog.masklen(net) DESC, action" EQ "'deny' DESC",
-		2, {TEXTOID, INETOID}
-	},
-	[PLAN_PUT_ACCESS] = {
-		"INSERT INTO %s.rl_access AS a (name, net, action, expires_at, note)"
-		" VALUES ($1, $2, $3, $4, $5)"
-		" ON CONFLICT (name, net, action) DO UPDATE"
-		" SET expires_at = excluded.expires_at, note = excluded.note",
-		5, {TEXTOID, CIDROID, TEXTOID, TIMESTAMPTZOID, TEXTOID}
-	},
-	[PLAN_DELETE_ACCESS] = {
-		"DELETE FROM ONLY %s.rl_access WHERE name" EQ "$1 AND net" EQ "$2",
-		2, {TEXTOID, CIDROID}
-	},
-	[PLAN_DELETE_NAME_ACCESS] = {
-		"DELETE FROM ONLY %s.rl_access WHERE name" EQ "$1",
-		1, {TEXTOID}
 	},
 };
 
@@ -741,8 +713,8 @@ rl_storage_put_definition(text *name, Datum *values, bool *nulls)
 }
 
 /*
- * Delete a definition, its overrides and its state (its overridden keys'
- * rows too: they are the name's); false when there was none.
+ * Delete a definition, its overrides, list entries and state (its
+ * overridden keys' rows too: they are the name's); false when there was none.
  */
 bool
 rl_storage_delete_definition(text *name)
@@ -756,7 +728,7 @@ rl_storage_delete_definition(text *name)
 	if (plans_storage)
 	{
 		run_plan(PLAN_DELETE_NAME_OVERRIDES, args, NULL, false, SPI_OK_DELETE);
-		run_plan(PLAN_DELETE_NAME_ACCESS, args, NULL, false, SPI_OK_DELETE);
+		rl_storage_delete_name_access(name);
 	}
 	return true;
 }
@@ -834,61 +806,6 @@ Oid
 rl_storage_access_relid(void)
 {
 	return get_relname_relid("rl_access", storage_nspid);
-}
-
-/*
- * The entries of name's lists whose network holds address (a host address
- * in text form), read like a definition with a fresh snapshot, the most
- * specific first and deny before allow at the same network: allocated in
- * cxt; returns how many.  Only for a name whose definition says it has
- * entries (so, 1.3 on).
- */
-int
-rl_storage_get_access(text *name, text *address, MemoryContext cxt,
-					  RlAccessEntry **entries)
-{
-	Datum		args[2];
-	Datum		d;
-	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
-	RlAccessEntry *result;
-
-	args[0] = PointerGetDatum(name);
-	args[1] = DirectFunctionCall1(inet_in,
-								  CStringGetDatum(text_to_cstring(address)));
-	run_plan_snapshot(PLAN_GET_ACCESS, args, NULL, false, latest,
-					  SPI_OK_SELECT);
-	UnregisterSnapshot(latest);
-	result = MemoryContextAllocZero(cxt, sizeof(RlAccessEntry) *
-									Max(SPI_processed, 1));
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		result[i].deny = result_column(i, 1, &d) && DatumGetBool(d);
-		result[i].expires = result_column(i, 2, &d);
-		result[i].expires_at = result[i].expires ? DatumGetTimestampTz(d) : 0;
-	}
-	*entries = result;
-	return (int) SPI_processed;
-}
-
-/* Create or replace an entry (checked): name, net, action, expires_at, note. */
-void
-rl_storage_put_access(Datum *values, bool *nulls)
-{
-	char		argnulls[5];
-
-	for (int i = 0; i < 5; i++)
-		argnulls[i] = nulls[i] ? 'n' : ' ';
-	run_plan(PLAN_PUT_ACCESS, values, argnulls, false, SPI_OK_INSERT);
-}
-
-/* Delete the entries of one network of a name; false when there was none. */
-bool
-rl_storage_delete_access(text *name, Datum net)
-{
-	Datum		args[2] = {PointerGetDatum(name), net};
-
-	run_plan(PLAN_DELETE_ACCESS, args, NULL, false, SPI_OK_DELETE);
-	return SPI_processed > 0;
 }
 
 /* The parameters that address one state row. */

@@ -106,6 +106,7 @@ extern int	rl_storage_get_access(text *name, text *address,
 								  struct RlAccessEntry **entries);
 extern void rl_storage_put_access(Datum *values, bool *nulls);
 extern bool rl_storage_delete_access(text *name, Datum net);
+extern void rl_storage_delete_name_access(text *name);
 
 extern bool rl_storage_read(const RlRowKey *row, RlState *state);
 extern bool rl_storage_lock(const RlRowKey *row, RlState *state,
