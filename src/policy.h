@@ -30,7 +30,7 @@
 #define RL_POLICY_NATTS			9
 
 /*
- * rl_definitions has five more columns after those: options of a defined
+ * rl_definitions has seven more columns after those: options of a defined
  * limit that no inline config carries (they change what a call does, not
  * the state it keeps).  In the table, time_zone comes last (a column added
  * after these); every query lists the columns in this order.
@@ -40,7 +40,9 @@
 #define RL_DEFINITION_BLOCK_FACTOR	11
 #define RL_DEFINITION_BLOCK_MAX	12
 #define RL_DEFINITION_BLOCK_HORIZON	13
-#define RL_DEFINITION_NATTS		14
+#define RL_DEFINITION_IPV4_PREFIX	14
+#define RL_DEFINITION_IPV6_PREFIX	15
+#define RL_DEFINITION_NATTS		16
 
 extern void rl_policy_from_values(Datum *values, bool *nulls,
 								  RlPolicy *policy);
