@@ -32,11 +32,11 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
+OBJS = src/access.o src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
 	src/definitions.o src/direct.o src/errors.o src/fields.o src/functions.o src/gc.o \
 	src/held.o src/http.o src/kinds.o src/limit.o src/memory.o src/memory_file.o src/memory_gc.o \
 	src/memory_names.o src/memory_table.o src/memory_xact.o src/names.o src/policy.o src/refused.o \
-	src/sha256.o src/shmem.o src/stats.o src/storage.o src/store.o src/store_memory.o \
+	src/sha256.o src/shmem.o src/stats.o src/storage.o src/storage_access.o src/store.o src/store_memory.o \
 	src/store_table.o src/target.o src/trigger.o src/wait.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
@@ -53,6 +53,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	concurrency stats new_keys inline_policies trigger_keys memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding \
 	row_hints memory_retry public_bounds canonical memory_quota reset result refused \
+	inet_keys \
 	settle partial
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
@@ -67,7 +68,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
 	memory_last_token memory_lowered memory_gc_undefined memory_drop_extension row_hints \
 	policies_mixed_recheck policies_block_race overrides overrides_untracked \
-	wait_race redefine_store_wait settle_race partial_race
+	wait_race redefine_store_wait access_lists \
+	settle_race partial_race
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -89,10 +91,12 @@ include $(PGXS)
 # line says which.  make test's cluster lacks nothing.
 PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding memory_retry \
-	public_bounds canonical memory_quota reset result refused settle partial
+	public_bounds canonical memory_quota reset result refused inet_keys \
+	settle partial
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
-	policies_block_race overrides wait_race redefine_store_wait settle_race
+	policies_block_race overrides wait_race redefine_store_wait access_lists \
+	settle_race partial_race
 PREPARED_REGRESS = memory_prepared
 ifneq ($(filter installcheck,$(MAKECMDGOALS)),)
 comma := ,

@@ -51,6 +51,7 @@ SELECT value FROM rl_settle('settle_t', 7, 1, 2);
 SELECT value FROM rl_settle('settle_t', 7::smallint, 1, 2);
 SELECT value FROM rl_settle('settle_t', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, 1, 2);
 SELECT value FROM rl_settle('settle_t', NULL::text, 1, 2);
+SELECT value FROM rl_settle('settle_t', '10.1.2.3'::inet, 1, 2);
 -- An inline config too.
 SELECT value FROM rl_settle('inline', 'k', 1, 5,
 	config => rl_token_bucket(10, '1 minute'));

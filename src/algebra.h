@@ -121,6 +121,10 @@ typedef struct RlPolicy
 	double		block_factor;	/* each offence multiplies; 0: no escalation */
 	int64_t		block_max;		/* longest escalated block */
 	int64_t		block_horizon;	/* one offence is forgotten per horizon */
+	/* address keys: a network counted as one key (0: none), lists */
+	int			ipv4_prefix;
+	int			ipv6_prefix;
+	bool		access_lists;	/* rl_access has entries for the name */
 	/* debt (token bucket and fixed window, unsharded, without reserve) */
 	bool		has_max_debt;	/* admit on a positive balance */
 	double		max_debt;		/* deepest a call or a charge may go */

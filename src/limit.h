@@ -34,6 +34,7 @@ extern void rl_consume_try(RlTarget *target, double count, bool reserve,
 extern bool rl_wait_can_grant(const RlTarget *target, double count,
 							  bool reserve);
 extern bool rl_may_hold(const RlTarget *target);
+extern bool rl_target_listed(RlTarget *target);
 extern void rl_peek(const RlTarget *target, double count, bool reserve,
 					RlAnswer *answer);
 extern RlState rl_current(const RlTarget *target);
