@@ -9,8 +9,7 @@
  * and max_reserved; an assignment is a row there that names a plan of
  * rl_plans instead.  A call finds either through the override cache
  * (definitions.c, target.c), which the triggers of both tables keep fresh.
- * The statements that only these functions run (rare, never on a call's
- * path) are here; the ones a call needs are storage.c's.
+ * Their statements are storage_overrides.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,8 +17,6 @@
 
 #include <math.h>
 
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -33,8 +30,6 @@
 #include "policy.h"
 #include "storage.h"
 #include "target.h"
-
-#define EQ " OPERATOR(pg_catalog.=) "
 
 PG_FUNCTION_INFO_V1(rl_override);
 PG_FUNCTION_INFO_V1(rl_unoverride);
@@ -55,85 +50,15 @@ name_arg(FunctionCallInfo fcinfo)
 }
 
 /*
- * Run one statement on rl_definitions, rl_overrides or rl_plans of schema
- * nspid (each %s), with up to three text parameters (the rest
- * NULL); the rows it returned or changed.  The first column of its first
- * row, a count, into *count when asked.  Between rl_storage_begin and
- * rl_storage_end, in a connection of its own.
- */
-static uint64
-run_counted(Oid nspid, const char *sql, text *a, text *b, text *c,
-			int64 *count)
-{
-	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		args[3] = {PointerGetDatum(a), PointerGetDatum(b),
-	PointerGetDatum(c)};
-	int			nargs = c ? 3 : b ? 2 : 1;
-	const char *schema = quote_identifier(get_namespace_name(nspid));
-	char	   *query = psprintf(sql, schema, schema);
-	uint64		n;
-	bool		isnull;
-	int			rc;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_with_args(query, nargs, argtypes, args, NULL, false, 0);
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_with_args failed for \"%s\": %s",
-			 query, SPI_result_code_string(rc));
-	n = SPI_processed;
-	if (count != NULL)
-	{
-		Datum		d = n > 0 ? SPI_getbinval(SPI_tuptable->vals[0],
-											 SPI_tuptable->tupdesc, 1,
-											 &isnull) : (Datum) 0;
-
-		*count = n > 0 && !isnull ? DatumGetInt64(d) : 0;
-	}
-	SPI_finish();
-	pfree(query);
-	return n;
-}
-
-/* run_counted without the count. */
-static uint64
-run(Oid nspid, const char *sql, text *a, text *b, text *c)
-{
-	return run_counted(nspid, sql, a, b, c, NULL);
-}
-
-/* A count the statement returns (run_counted). */
-static int64
-count_of(Oid nspid, const char *sql, text *a, text *b)
-{
-	int64		count;
-
-	(void) run_counted(nspid, sql, a, b, NULL, &count);
-	return count;
-}
-
-/*
- * The defined rate limit of an override's name (rl_override,
- * rl_unoverride): an error for an undefined name or a concurrency limit.
+ * The defined rate limit of an override's or a plan's name: an error for
+ * an undefined name or a concurrency limit.
  */
 static RlPolicy
 overridable(text *name)
 {
-	RlPolicy	policy;
-
-	if (!rl_definition_lookup(name, &policy))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("rate limit \"%s\" does not exist",
-						text_to_cstring(name)),
-				 errhint("Define it with rl_define() first: overrides and plans change keys of a defined limit.")));
-	if (RL_KIND_IS_CONCURRENCY(policy.kind))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("rate limit \"%s\" is a concurrency limit",
-						text_to_cstring(name)),
-				 errdetail("Only a rate limit's keys can have overrides or plans.")));
-	return policy;
+	return rl_defined_rate_limit(name,
+								 "Define it with rl_define() first: overrides and plans change keys of a defined limit.",
+								 "Only a rate limit's keys can have overrides or plans.");
 }
 
 /*
@@ -287,8 +212,7 @@ rl_unplan(PG_FUNCTION_ARGS)
 
 	rl_storage_begin_writing(nspid, "rl_unplan()");
 	(void) overridable(name);
-	assigned = count_of(nspid, "SELECT pg_catalog.count(*) FROM ONLY %s.rl_overrides"
-						" WHERE name" EQ "$1 AND plan" EQ "$2", name, plan);
+	found = rl_storage_delete_plan(name, plan, &assigned);
 	if (assigned > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -296,8 +220,6 @@ rl_unplan(PG_FUNCTION_ARGS)
 						text_to_cstring(plan), text_to_cstring(name)),
 				 errdetail("Keys assigned to it: " INT64_FORMAT ".", assigned),
 				 errhint("Move them with rl_assign() or rl_unassign() first.")));
-	found = run(nspid, "DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1"
-				" AND plan" EQ "$2", name, plan, NULL) > 0;
 	rl_storage_end();
 	PG_RETURN_BOOL(found);
 }
@@ -341,12 +263,7 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
 	rl_storage_begin_writing(nspid, cmdname);
 	(void) overridable(name);
-	/* one change of the name's assignments at a time: calls read it unlocked */
-	(void) run(nspid, "SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
-			   " FOR NO KEY UPDATE", name, NULL, NULL);
-	if (plan == NULL &&
-		run(nspid, "SELECT FROM ONLY %s.rl_overrides WHERE name" EQ "$1"
-			" AND key" EQ "$2 AND plan IS NOT NULL", name, target.key, NULL) == 0)
+	if (!rl_storage_lock_assignments(name, target.key) && plan == NULL)
 	{
 		/* nothing to leave: the key's state is not touched either */
 		rl_storage_end();
@@ -356,16 +273,7 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 	rl_target_resolve(&target, NULL);
 	state = rl_adjust(&target, RL_ADJUST_PENALIZE, 0, 0);
 	before = target;
-	if (plan == NULL)
-		(void) run(nspid, "DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1"
-				   " AND key" EQ "$2 AND plan IS NOT NULL", name, target.key, NULL);
-	/* the plan must exist; the foreign key keeps it while assigned */
-	else if (run(nspid, "INSERT INTO %s.rl_overrides AS o (name, key, plan)"
-				 " SELECT p.name, $2, p.plan FROM ONLY %s.rl_plans p"
-				 " WHERE p.name" EQ "$1 AND p.plan" EQ "$3"
-				 " ON CONFLICT (name, key) DO UPDATE SET rate = NULL,"
-				 " period = NULL, capacity = NULL, max_reserved = NULL,"
-				 " plan = excluded.plan", name, target.key, plan) == 0)
+	if (!rl_storage_assign(name, target.key, plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("plan \"%s\" of rate limit \"%s\" does not exist",

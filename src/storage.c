@@ -95,14 +95,6 @@ typedef enum RlPlanId
 	PLAN_LEASE_RELEASE,
 	PLAN_LEASE_DELETE_NAME,
 	PLAN_LEASE_GC,
-	/* overrides: rl_overrides exists from version 1.3 on */
-	PLAN_GET_OVERRIDE,
-	PLAN_PUT_OVERRIDE,
-	PLAN_DELETE_OVERRIDE,
-	PLAN_DELETE_NAME_OVERRIDES,
-	/* plans: rl_plans exists from version 1.3 on */
-	PLAN_PUT_PLAN,
-	PLAN_DELETE_NAME_PLANS,
 	PLAN_DELETE_STORED_KEY,		/* rl_reset's config: from 1.3 on */
 	PLAN_COUNT
 } RlPlanId;
@@ -111,7 +103,7 @@ typedef struct RlPlanSpec
 {
 	const char *sql;			/* each %s stands for the quoted schema name */
 	int			nargs;
-	Oid			argtypes[15];
+	Oid			argtypes[18];
 } RlPlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
@@ -123,6 +115,9 @@ typedef struct RlPlanSpec
 #define KEY_OVERRIDDEN \
 	"EXISTS (SELECT FROM ONLY %s.rl_overrides o WHERE o.name" EQ "s.name" \
 	" AND o.key" EQ "s.key)"
+/* whether a name has allow or deny entries: old schemas replace it too */
+#define ACCESS_LISTED \
+	"EXISTS (SELECT FROM ONLY %s.rl_access a WHERE a.name" EQ "$1)"
 #define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
 /*
  * Every read of state rows selects prev (the sliding window's third
@@ -140,7 +135,8 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
 		"SELECT kind, rate, period, capacity, max_reserved, shards, start,"
 		" storage, time_zone, shadow, block_for, block_factor, block_max,"
-		" block_horizon, " OVERRIDDEN
+		" block_horizon, ipv4_prefix::pg_catalog.int4,"
+		" ipv6_prefix::pg_catalog.int4, max_debt, " OVERRIDDEN ", " ACCESS_LISTED
 		" FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
@@ -148,9 +144,9 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"INSERT INTO %s.rl_definitions AS d"
 		" (name, kind, rate, period, capacity, max_reserved, shards, start,"
 		" storage, time_zone, shadow, block_for, block_factor, block_max,"
-		" block_horizon)"
+		" block_horizon, ipv4_prefix, ipv6_prefix, max_debt)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-		" COALESCE($11, false), $12, $13, $14, $15)"
+		" COALESCE($11, false), $12, $13, $14, $15, $16, $17, $18)"
 		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
 		" rate = excluded.rate, period = excluded.period,"
 		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
@@ -158,13 +154,16 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" storage = excluded.storage, time_zone = excluded.time_zone,"
 		" shadow = excluded.shadow, block_for = excluded.block_for,"
 		" block_factor = excluded.block_factor, block_max = excluded.block_max,"
-		" block_horizon = excluded.block_horizon"
+		" block_horizon = excluded.block_horizon,"
+		" ipv4_prefix = excluded.ipv4_prefix, ipv6_prefix = excluded.ipv6_prefix,"
+		" max_debt = excluded.max_debt"
 		" WHERE d.kind" EQ "excluded.kind OR NOT (d.kind" EQ
 		" ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])"
 		" OR excluded.kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[]))",
-		15, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
+		18, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
 		INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID,
-		FLOAT8OID, INTERVALOID, INTERVALOID}
+		FLOAT8OID, INTERVALOID, INTERVALOID, INT4OID, INT4OID,
+		FLOAT8OID}
 	},
 	[PLAN_DELETE_DEFINITION] = {
 		"DELETE FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
@@ -257,47 +256,6 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" LIMIT $2 FOR UPDATE SKIP LOCKED))",
 		2, {TIMESTAMPTZOID, INT8OID}
 	},
-	/* a key's own numbers, or its plan's (rl_overrides_own_or_plan) */
-	[PLAN_GET_OVERRIDE] = {
-		"SELECT COALESCE(o.rate, p.rate), COALESCE(o.period, p.period),"
-		" COALESCE(o.capacity, p.capacity),"
-		" COALESCE(o.max_reserved, p.max_reserved)"
-		" FROM ONLY %s.rl_overrides o LEFT JOIN ONLY %s.rl_plans p"
-		" ON p.name" EQ "o.name AND p.plan" EQ "o.plan"
-		" WHERE o.name" EQ "$1 AND o.key" EQ "$2",
-		2, {TEXTOID, TEXTOID}
-	},
-	[PLAN_PUT_OVERRIDE] = {
-		"INSERT INTO %s.rl_overrides AS o"
-		" (name, key, rate, period, capacity, max_reserved)"
-		" VALUES ($1, $2, $3, $4, $5, $6)"
-		" ON CONFLICT (name, key) DO UPDATE SET rate = excluded.rate,"
-		" period = excluded.period, capacity = excluded.capacity,"
-		" max_reserved = excluded.max_reserved, plan = excluded.plan",
-		6, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID}
-	},
-	[PLAN_DELETE_OVERRIDE] = {
-		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1 AND key" EQ "$2"
-		" AND plan IS NULL",
-		2, {TEXTOID, TEXTOID}
-	},
-	[PLAN_DELETE_NAME_OVERRIDES] = {
-		"DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1",
-		1, {TEXTOID}
-	},
-	[PLAN_PUT_PLAN] = {
-		"INSERT INTO %s.rl_plans AS p"
-		" (name, plan, rate, period, capacity, max_reserved)"
-		" VALUES ($1, $2, $3, $4, $5, $6)"
-		" ON CONFLICT (name, plan) DO UPDATE SET rate = excluded.rate,"
-		" period = excluded.period, capacity = excluded.capacity,"
-		" max_reserved = excluded.max_reserved",
-		6, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID}
-	},
-	[PLAN_DELETE_NAME_PLANS] = {
-		"DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1",
-		1, {TEXTOID}
-	},
 	[PLAN_DELETE_STORED_KEY] = {
 		"DELETE FROM ONLY %s.rate_limits WHERE name" EQ "$1 AND key" EQ "$2",
 		2, {TEXTOID, TEXTOID}
@@ -378,25 +336,33 @@ prepare_plan(int i, const char *quoted, bool storage)
 
 		replace_once(&sql, overridden, "false");
 		pfree(overridden);
+		overridden = psprintf(ACCESS_LISTED, quoted);
+		replace_once(&sql, overridden, "false");
+		pfree(overridden);
 		overridden = psprintf(KEY_OVERRIDDEN, quoted);
 		replace_once(&sql, overridden, "false");
 		pfree(overridden);
 		replace_once(&sql, " storage, time_zone, shadow, block_for, block_factor,"
-					 " block_max, block_horizon, false",
+					 " block_max, block_horizon, ipv4_prefix::pg_catalog.int4,"
+					 " ipv6_prefix::pg_catalog.int4, max_debt, false, false",
 					 " NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					 " NULL::pg_catalog.bool, NULL::pg_catalog.interval,"
 					 " NULL::pg_catalog.float8, NULL::pg_catalog.interval,"
-					 " NULL::pg_catalog.interval, false");
+					 " NULL::pg_catalog.interval, NULL::pg_catalog.int4,"
+					 " NULL::pg_catalog.int4, NULL::pg_catalog.float8, false, false");
 		replace_once(&sql, "d.start, d.storage, d.time_zone",
 					 "d.start, NULL::pg_catalog.text, NULL::pg_catalog.text");
 		replace_once(&sql, " start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon)", " start)");
-		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12, $13, $14, $15)",
-					 ", $8)");
+					 " block_factor, block_max, block_horizon, ipv4_prefix,"
+					 " ipv6_prefix, max_debt)", " start)");
+		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12, $13, $14, $15,"
+					 " $16, $17, $18)", ", $8)");
 		replace_once(&sql, ", storage = excluded.storage, time_zone = excluded.time_zone,"
 					 " shadow = excluded.shadow, block_for = excluded.block_for,"
 					 " block_factor = excluded.block_factor, block_max = excluded.block_max,"
-					 " block_horizon = excluded.block_horizon", "");
+					 " block_horizon = excluded.block_horizon,"
+					 " ipv4_prefix = excluded.ipv4_prefix, ipv6_prefix = excluded.ipv6_prefix,"
+					 " max_debt = excluded.max_debt", "");
 		/* nor rate_limits.prev: read as NULL, never written */
 		replace_once(&sql, ", prev FROM", ", NULL::pg_catalog.float8 FROM");
 		replace_once(&sql, ", s.prev FROM", ", NULL::pg_catalog.float8 FROM");
@@ -693,6 +659,8 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 	rl_definition_options_from_values(values, nulls, policy);
 	policy->overrides = result_column(0, RL_DEFINITION_NATTS + 1, &overridden) &&
 		DatumGetBool(overridden);
+	policy->access_lists = result_column(0, RL_DEFINITION_NATTS + 2, &overridden) &&
+		DatumGetBool(overridden);
 	return true;
 }
 
@@ -720,8 +688,8 @@ rl_storage_put_definition(text *name, Datum *values, bool *nulls)
 }
 
 /*
- * Delete a definition, its overrides and its state (its overridden keys'
- * rows too: they are the name's); false when there was none.
+ * Delete a definition, its overrides, list entries and state (its
+ * overridden keys' rows too: they are the name's); false when there was none.
  */
 bool
 rl_storage_delete_definition(text *name)
@@ -734,73 +702,10 @@ rl_storage_delete_definition(text *name)
 	run_plan(PLAN_DELETE_NAME, args, NULL, false, SPI_OK_DELETE);
 	if (plans_storage)
 	{
-		/* the assignments first: they refer to the plans */
-		run_plan(PLAN_DELETE_NAME_OVERRIDES, args, NULL, false, SPI_OK_DELETE);
-		run_plan(PLAN_DELETE_NAME_PLANS, args, NULL, false, SPI_OK_DELETE);
+		rl_storage_delete_name_overrides(name);
+		rl_storage_delete_name_access(name);
 	}
 	return true;
-}
-
-/*
- * The override of (name, key), read like a definition with a fresh
- * snapshot: its rate, period, capacity and max_reserved into policy (the
- * definition's, whose other fields stay); false when the key has none.
- * Only for a name whose definition says it has overrides (so, 1.3 on).
- */
-bool
-rl_storage_get_override(text *name, text *key, RlPolicy *policy)
-{
-	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
-	Datum		d;
-	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
-
-	run_plan_snapshot(PLAN_GET_OVERRIDE, args, NULL, false, latest,
-					  SPI_OK_SELECT);
-	UnregisterSnapshot(latest);
-	if (SPI_processed == 0)
-		return false;
-	if (!result_column(0, 1, &d))
-		elog(ERROR, "rate limit override has a NULL rate");
-	policy->rate = DatumGetFloat8(d);
-	/* a NULL period is the definition's (a calendar limit's, always) */
-	if (result_column(0, 2, &d))
-	{
-		policy->period = rl_period_usecs(DatumGetIntervalP(d));
-		if (policy->calendar.unit != RL_CALENDAR_NONE)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("an override of a calendar limit cannot have a period"),
-					 errdetail("The override of key \"%s\" of rate limit \"%s\" has one.",
-							   text_to_cstring(key), text_to_cstring(name))));
-	}
-	if (!result_column(0, 3, &d))
-		elog(ERROR, "rate limit override has a NULL capacity");
-	policy->capacity = DatumGetFloat8(d);
-	policy->has_max_reserved = result_column(0, 4, &d);
-	policy->max_reserved = policy->has_max_reserved ? DatumGetFloat8(d) : 0;
-	return true;
-}
-
-/* Create or replace an override, or a plan (checked); six values. */
-void
-rl_storage_put_override(Datum *values, bool *nulls, bool plan)
-{
-	char		argnulls[6];
-
-	for (int i = 0; i < 6; i++)
-		argnulls[i] = nulls[i] ? 'n' : ' ';
-	run_plan(plan ? PLAN_PUT_PLAN : PLAN_PUT_OVERRIDE, values, argnulls,
-			 false, SPI_OK_INSERT);
-}
-
-/* Delete an override; false when there was none. */
-bool
-rl_storage_delete_override(text *name, text *key)
-{
-	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
-
-	run_plan(PLAN_DELETE_OVERRIDE, args, NULL, false, SPI_OK_DELETE);
-	return SPI_processed > 0;
 }
 
 /* The table rl_overrides of the schema rl_storage_begin opened. */
@@ -808,6 +713,13 @@ Oid
 rl_storage_overrides_relid(void)
 {
 	return get_relname_relid("rl_overrides", storage_nspid);
+}
+
+/* The table rl_access of the schema rl_storage_begin opened. */
+Oid
+rl_storage_access_relid(void)
+{
+	return get_relname_relid("rl_access", storage_nspid);
 }
 
 /* The parameters that address one state row. */
@@ -1382,7 +1294,8 @@ rl_storage_memory_definitions(void)
 	appendStringInfo(&sql,
 					 "SELECT name, kind, rate, period, capacity, max_reserved,"
 					 " shards, start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon, "
+					 " block_factor, block_max, block_horizon,"
+					 " ipv4_prefix::pg_catalog.int4, ipv6_prefix::pg_catalog.int4, max_debt, "
 					 "EXISTS (SELECT FROM ONLY %s.rl_overrides o"
 					 " WHERE o.name" EQ "d.name)"
 					 " FROM ONLY %s.rl_definitions d"

@@ -105,6 +105,9 @@ suite stress "$RL_REPO/test/stress/stress.sh"
 rl_log "permits stress test (pgbench, 16 clients, a concurrency limit of 4)"
 suite permits-stress "$RL_REPO/test/stress/permits.sh"
 
+rl_log "refused stress test (pgbench, 8 clients refusing the same keys, rl_refused exact)"
+suite refused-stress "$RL_REPO/test/stress/refused.sh"
+
 rl_log "hostile input at random (targeted calls, sqlsmith)"
 suite fuzz "$RL_REPO/test/fuzz/run.sh"
 

@@ -1,0 +1,241 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage_overrides.c
+ *	  Reading and writing rl_overrides and rl_plans, a key's own policy
+ *	  (plans.c), through SPI.
+ *
+ * Rare statements: a key's override is read at a miss of the per-backend
+ * cache (definitions.c), and the tables are written by rl_override,
+ * rl_plan, rl_assign and their inverses.  So each is planned when it runs,
+ * in the schema of the run rl_storage_begin started, spelling that schema
+ * and its operators as storage.c does.  Overrides are read like
+ * definitions, with a fresh snapshot.
+ *
+ * A row of rl_overrides carries a key's own rate, period, capacity and
+ * max_reserved, or names a plan of rl_plans whose numbers the key takes
+ * (rl_overrides_own_or_plan: one or the other).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
+#include "policy.h"
+#include "storage.h"
+
+#define EQ " OPERATOR(pg_catalog.=) "
+
+/*
+ * Run one statement on rl_overrides or rl_plans (each %s: the schema),
+ * with text parameters unless types says otherwise; fresh: with a new
+ * snapshot, as definitions are read.  SPI_tuptable holds its rows;
+ * returns how many it returned or changed.
+ */
+static uint64
+run_overrides(const char *fmt, int nargs, Oid *types, Datum *args,
+			  const char *nulls, bool fresh, int expected)
+{
+	Oid			nspid = get_rel_namespace(rl_storage_overrides_relid());
+	const char *schema = quote_identifier(get_namespace_name(nspid));
+	char	   *sql = psprintf(fmt, schema, schema);
+	Oid			text_types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	SPIPlanPtr	plan;
+	Snapshot	latest = InvalidSnapshot;
+	int			rc;
+
+	rl_storage_connect();
+	plan = SPI_prepare(sql, nargs, types ? types : text_types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (fresh)
+		latest = RegisterSnapshot(GetLatestSnapshot());
+	rc = SPI_execute_snapshot(plan, args, nulls, latest, InvalidSnapshot,
+							  false, true, 0);
+	if (fresh)
+		UnregisterSnapshot(latest);
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s",
+			 sql, SPI_result_code_string(rc));
+	SPI_freeplan(plan);
+	pfree(sql);
+	return SPI_processed;
+}
+
+/* Column col of the first row of the last result; false for NULL. */
+static bool
+column(int col, Datum *value)
+{
+	bool		isnull;
+
+	*value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col,
+						   &isnull);
+	return !isnull;
+}
+
+/*
+ * The override of (name, key), its own numbers or its plan's, read like a
+ * definition with a fresh snapshot: its rate, period, capacity and
+ * max_reserved into policy (the definition's, whose other fields stay);
+ * false when the key has none.  Only for a name whose definition says it
+ * has overrides (so, 1.3 on).
+ */
+bool
+rl_storage_get_override(text *name, text *key, RlPolicy *policy)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+	Datum		d;
+
+	if (run_overrides("SELECT COALESCE(o.rate, p.rate), COALESCE(o.period, p.period),"
+					  " COALESCE(o.capacity, p.capacity),"
+					  " COALESCE(o.max_reserved, p.max_reserved)"
+					  " FROM ONLY %s.rl_overrides o LEFT JOIN ONLY %s.rl_plans p"
+					  " ON p.name" EQ "o.name AND p.plan" EQ "o.plan"
+					  " WHERE o.name" EQ "$1 AND o.key" EQ "$2",
+					  2, NULL, args, NULL, true, SPI_OK_SELECT) == 0)
+		return false;
+	if (!column(1, &d))
+		elog(ERROR, "rate limit override has a NULL rate");
+	policy->rate = DatumGetFloat8(d);
+	/* a NULL period is the definition's (a calendar limit's, always) */
+	if (column(2, &d))
+	{
+		policy->period = rl_period_usecs(DatumGetIntervalP(d));
+		if (policy->calendar.unit != RL_CALENDAR_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("an override of a calendar limit cannot have a period"),
+					 errdetail("The override of key \"%s\" of rate limit \"%s\" has one.",
+							   text_to_cstring(key), text_to_cstring(name))));
+	}
+	if (!column(3, &d))
+		elog(ERROR, "rate limit override has a NULL capacity");
+	policy->capacity = DatumGetFloat8(d);
+	policy->has_max_reserved = column(4, &d);
+	policy->max_reserved = policy->has_max_reserved ? DatumGetFloat8(d) : 0;
+	return true;
+}
+
+/*
+ * Create or replace an override (name, key and four numbers, checked), or
+ * with plan a plan (name, plan and the numbers).  An override replaces the
+ * key's assignment to a plan.
+ */
+void
+rl_storage_put_override(Datum *values, bool *nulls, bool plan)
+{
+	Oid			types[6] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID,
+	FLOAT8OID};
+	char		argnulls[6];
+
+	for (int i = 0; i < 6; i++)
+		argnulls[i] = nulls[i] ? 'n' : ' ';
+	run_overrides(plan ?
+				  "INSERT INTO %s.rl_plans AS p"
+				  " (name, plan, rate, period, capacity, max_reserved)"
+				  " VALUES ($1, $2, $3, $4, $5, $6)"
+				  " ON CONFLICT (name, plan) DO UPDATE SET rate = excluded.rate,"
+				  " period = excluded.period, capacity = excluded.capacity,"
+				  " max_reserved = excluded.max_reserved" :
+				  "INSERT INTO %s.rl_overrides AS o"
+				  " (name, key, rate, period, capacity, max_reserved)"
+				  " VALUES ($1, $2, $3, $4, $5, $6)"
+				  " ON CONFLICT (name, key) DO UPDATE SET rate = excluded.rate,"
+				  " period = excluded.period, capacity = excluded.capacity,"
+				  " max_reserved = excluded.max_reserved, plan = excluded.plan",
+				  6, types, values, argnulls, false, SPI_OK_INSERT);
+}
+
+/* Delete an override (not an assignment); false when there was none. */
+bool
+rl_storage_delete_override(text *name, text *key)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+
+	return run_overrides("DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1"
+						 " AND key" EQ "$2 AND plan IS NULL",
+						 2, NULL, args, NULL, false, SPI_OK_DELETE) > 0;
+}
+
+/* Delete every override, assignment and plan of a name (rl_undefine). */
+void
+rl_storage_delete_name_overrides(text *name)
+{
+	Datum		args[1] = {PointerGetDatum(name)};
+
+	/* the assignments first: they refer to the plans */
+	run_overrides("DELETE FROM ONLY %s.rl_overrides WHERE name" EQ "$1",
+				  1, NULL, args, NULL, false, SPI_OK_DELETE);
+	run_overrides("DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1",
+				  1, NULL, args, NULL, false, SPI_OK_DELETE);
+}
+
+/*
+ * Delete a plan no key is assigned to: false when there was none;
+ * *assigned receives how many keys are (the plan then stays).
+ */
+bool
+rl_storage_delete_plan(text *name, text *plan, int64 *assigned)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(plan)};
+	Datum		count;
+
+	run_overrides("SELECT pg_catalog.count(*) FROM ONLY %s.rl_overrides"
+				  " WHERE name" EQ "$1 AND plan" EQ "$2",
+				  2, NULL, args, NULL, false, SPI_OK_SELECT);
+	*assigned = column(1, &count) ? DatumGetInt64(count) : 0;
+	if (*assigned > 0)
+		return true;
+	return run_overrides("DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1"
+						 " AND plan" EQ "$2",
+						 2, NULL, args, NULL, false, SPI_OK_DELETE) > 0;
+}
+
+/*
+ * Lock a name's definition row until the transaction ends, so that the
+ * assignments of its keys change one at a time (rl_assign reads the policy
+ * it replaces); calls read the row without a lock, and are not held up.
+ * Then whether key is assigned to a plan.
+ */
+bool
+rl_storage_lock_assignments(text *name, text *key)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+
+	run_overrides("SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
+				  " FOR NO KEY UPDATE", 1, NULL, args, NULL, false,
+				  SPI_OK_SELECT);
+	return run_overrides("SELECT FROM ONLY %s.rl_overrides WHERE name" EQ "$1"
+						 " AND key" EQ "$2 AND plan IS NOT NULL",
+						 2, NULL, args, NULL, false, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * Assign a key to a plan, replacing its plan or override (false when there
+ * is no such plan), or with plan NULL take it off its plan.
+ */
+bool
+rl_storage_assign(text *name, text *key, text *plan)
+{
+	Datum		args[3] = {PointerGetDatum(name), PointerGetDatum(key),
+	PointerGetDatum(plan)};
+
+	if (plan == NULL)
+		return run_overrides("DELETE FROM ONLY %s.rl_overrides"
+							 " WHERE name" EQ "$1 AND key" EQ "$2"
+							 " AND plan IS NOT NULL",
+							 2, NULL, args, NULL, false, SPI_OK_DELETE) > 0;
+	/* the plan must exist; the foreign key keeps it while assigned */
+	return run_overrides("INSERT INTO %s.rl_overrides AS o (name, key, plan)"
+						 " SELECT p.name, $2, p.plan FROM ONLY %s.rl_plans p"
+						 " WHERE p.name" EQ "$1 AND p.plan" EQ "$3"
+						 " ON CONFLICT (name, key) DO UPDATE SET rate = NULL,"
+						 " period = NULL, capacity = NULL, max_reserved = NULL,"
+						 " plan = excluded.plan",
+						 3, NULL, args, NULL, false, SPI_OK_INSERT) > 0;
+}
