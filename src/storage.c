@@ -708,6 +708,43 @@ rl_storage_delete_definition(text *name)
 	return true;
 }
 
+/*
+ * Run one rare statement, planned when it runs (storage_access.c,
+ * storage_overrides.c), on tables of the schema of relid: each %s of fmt
+ * spells that schema.  fresh: with a new snapshot, as definitions are
+ * read.  SPI_tuptable holds its rows; returns how many it returned or
+ * changed.
+ */
+uint64
+rl_storage_run_once(Oid relid, const char *fmt, int nargs, Oid *types,
+					Datum *args, const char *nulls, bool fresh, int expected)
+{
+	const char *schema =
+		quote_identifier(get_namespace_name(get_rel_namespace(relid)));
+	char	   *sql = psprintf(fmt, schema, schema);
+	SPIPlanPtr	plan;
+	Snapshot	latest = InvalidSnapshot;
+	int			rc;
+
+	rl_storage_connect();
+	plan = SPI_prepare(sql, nargs, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (fresh)
+		latest = RegisterSnapshot(GetLatestSnapshot());
+	rc = SPI_execute_snapshot(plan, args, nulls, latest, InvalidSnapshot,
+							  false, true, 0);
+	if (fresh)
+		UnregisterSnapshot(latest);
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s",
+			 sql, SPI_result_code_string(rc));
+	SPI_freeplan(plan);
+	pfree(sql);
+	return SPI_processed;
+}
+
 /* The table rl_overrides of the schema rl_storage_begin opened. */
 Oid
 rl_storage_overrides_relid(void)

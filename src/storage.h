@@ -89,6 +89,9 @@ typedef enum RlLeaseStatus
 extern void rl_storage_begin(Oid nspid);
 extern void rl_storage_begin_writing(Oid nspid, const char *cmdname);
 extern void rl_storage_connect(void);
+extern uint64 rl_storage_run_once(Oid relid, const char *fmt, int nargs,
+								  Oid *types, Datum *args, const char *nulls,
+								  bool fresh, int expected);
 extern void rl_storage_end(void);
 
 extern Oid	rl_storage_definitions_relid(void);

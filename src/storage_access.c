@@ -31,28 +31,8 @@ static void
 run_access(const char *fmt, int nargs, Oid *types, Datum *args,
 		   const char *nulls, bool fresh, int expected)
 {
-	Oid			nspid = get_rel_namespace(rl_storage_access_relid());
-	char	   *sql = psprintf(fmt, quote_identifier(get_namespace_name(nspid)));
-	SPIPlanPtr	plan;
-	Snapshot	latest = InvalidSnapshot;
-	int			rc;
-
-	rl_storage_connect();
-	plan = SPI_prepare(sql, nargs, types);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql, SPI_result_code_string(SPI_result));
-	if (fresh)
-		latest = RegisterSnapshot(GetLatestSnapshot());
-	rc = SPI_execute_snapshot(plan, args, nulls, latest, InvalidSnapshot,
-							  false, true, 0);
-	if (fresh)
-		UnregisterSnapshot(latest);
-	if (rc != expected)
-		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s",
-			 sql, SPI_result_code_string(rc));
-	SPI_freeplan(plan);
-	pfree(sql);
+	(void) rl_storage_run_once(rl_storage_access_relid(), fmt, nargs, types,
+							   args, nulls, fresh, expected);
 }
 
 /*

@@ -23,7 +23,6 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/snapmgr.h"
 
 #include "policy.h"
 #include "storage.h"
@@ -32,39 +31,17 @@
 
 /*
  * Run one statement on rl_overrides or rl_plans (each %s: the schema),
- * with text parameters unless types says otherwise; fresh: with a new
- * snapshot, as definitions are read.  SPI_tuptable holds its rows;
- * returns how many it returned or changed.
+ * with text parameters unless types says otherwise (rl_storage_run_once).
  */
 static uint64
 run_overrides(const char *fmt, int nargs, Oid *types, Datum *args,
 			  const char *nulls, bool fresh, int expected)
 {
-	Oid			nspid = get_rel_namespace(rl_storage_overrides_relid());
-	const char *schema = quote_identifier(get_namespace_name(nspid));
-	char	   *sql = psprintf(fmt, schema, schema);
 	Oid			text_types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	SPIPlanPtr	plan;
-	Snapshot	latest = InvalidSnapshot;
-	int			rc;
 
-	rl_storage_connect();
-	plan = SPI_prepare(sql, nargs, types ? types : text_types);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql, SPI_result_code_string(SPI_result));
-	if (fresh)
-		latest = RegisterSnapshot(GetLatestSnapshot());
-	rc = SPI_execute_snapshot(plan, args, nulls, latest, InvalidSnapshot,
-							  false, true, 0);
-	if (fresh)
-		UnregisterSnapshot(latest);
-	if (rc != expected)
-		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s",
-			 sql, SPI_result_code_string(rc));
-	SPI_freeplan(plan);
-	pfree(sql);
-	return SPI_processed;
+	return rl_storage_run_once(rl_storage_overrides_relid(), fmt, nargs,
+							   types ? types : text_types, args, nulls, fresh,
+							   expected);
 }
 
 /* Column col of the first row of the last result; false for NULL. */
