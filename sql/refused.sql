@@ -47,6 +47,19 @@ SELECT rl_define('rf_memory', 'token bucket', 1, '1 day', storage => 'memory');
 SELECT * FROM pg_temp.calls('rf_memory', '{m,m,m,n}');
 SELECT * FROM rf WHERE name = 'rf_memory';
 
+-- An address a deny list refuses counts as a refusal, in rl_check as in
+-- rl_limit, on both stores: the lists decide before the store.
+SELECT rl_define('rf_deny', 'token bucket', 1, '1 day');
+SELECT rl_define('rf_deny_m', 'token bucket', 1, '1 day', storage => 'memory');
+SELECT rl_deny(name, '10.6.0.0/16') FROM (VALUES ('rf_deny'), ('rf_deny_m')) v(name);
+SELECT ok FROM rl_check('rf_deny', '10.6.1.2'::inet);
+SELECT ok FROM rl_check('rf_deny_m', '10.6.1.2'::inet);
+SELECT ok FROM rl_limit('rf_deny', '10.6.1.3'::inet);
+SELECT * FROM rf WHERE name IN ('rf_deny', 'rf_deny_m');
+SELECT name, check_refused, refused FROM rl_stats
+WHERE datname = current_database() AND name IN ('rf_deny', 'rf_deny_m')
+ORDER BY name;
+
 -- In rl_limit_all, only the limit that refused counts.
 SELECT ok FROM rl_limit_all(ARRAY['rf_rank', 'rf_memory'], ARRAY['c', 'n2'], ARRAY[1, 1]);
 SELECT name, key, refusals FROM rf WHERE key IN ('c', 'n2');
@@ -112,5 +125,5 @@ RESET ROLE;
 SELECT rl_revoke_admin('rf_reader');
 DROP ROLE rf_reader;
 
-SELECT rl_undefine(name) FROM (VALUES ('rf_rank'), ('rf_block'), ('rf_memory'), ('rf_many')) v(name);
+SELECT rl_undefine(name) FROM (VALUES ('rf_rank'), ('rf_block'), ('rf_memory'), ('rf_many'), ('rf_deny'), ('rf_deny_m')) v(name);
 RESET ratelimit.now_override;
