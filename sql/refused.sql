@@ -126,4 +126,32 @@ SELECT rl_revoke_admin('rf_reader');
 DROP ROLE rf_reader;
 
 SELECT rl_undefine(name) FROM (VALUES ('rf_rank'), ('rf_block'), ('rf_memory'), ('rf_many'), ('rf_deny'), ('rf_deny_m')) v(name);
+
+-- Keys are a database's data: the view shows this database's rows only,
+-- whoever reads it.  Another database's keys, in its own encoding, are
+-- shown there, whole.
+\set rf_db :DBNAME
+CREATE DATABASE rf_latin1 ENCODING 'LATIN1' TEMPLATE template0 LOCALE 'C';
+\c rf_latin1
+SET client_encoding = 'UTF8';
+SET ratelimit.now_override = '2026-03-01 05:00:00+00';
+CREATE EXTENSION ratelimit;
+SELECT rl_define('rf_enc', 'token bucket', 1, '1 day');
+SELECT ok FROM rl_limit('rf_enc', 'josé'), rl_limit('rf_enc', 'josé') AS x(ok2);
+SELECT key = 'josé' AS same, octet_length(key), refusals,
+       datname = current_database() AS here
+FROM rl_refused WHERE name = 'rf_enc';
+\c :rf_db
+SET ratelimit.now_override = '2026-03-01 05:00:00+00';
+SELECT count(*) FROM rl_refused WHERE name = 'rf_enc';
+SELECT count(*) FROM rl_refused
+WHERE dbid <> (SELECT oid FROM pg_database WHERE datname = current_database());
+CREATE ROLE rf_reader;
+SELECT rl_grant_admin('rf_reader');
+SET ROLE rf_reader;
+SELECT count(*) FROM rl_refused WHERE name = 'rf_enc';
+RESET ROLE;
+SELECT rl_revoke_admin('rf_reader');
+DROP ROLE rf_reader;
+DROP DATABASE rf_latin1;
 RESET ratelimit.now_override;
