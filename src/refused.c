@@ -23,7 +23,8 @@
  * absent from one adds that generation's bound to its error) and shows
  * the top_k largest counts per name, so a key that stopped offending drops
  * out after at most two windows.  A clock that goes back (a pinned
- * ratelimit.now_override) keeps counting in the current window.
+ * ratelimit.now_override) keeps counting in the current window; one ahead
+ * of the real clock turns the windows no further than the real clock.
  *
  * At most ratelimit.refused_max_names names per generation, of all
  * databases together: refusals of a further name are not counted here
@@ -294,9 +295,23 @@ gen_clear(RefusedShared *s, int i)
 }
 
 /*
- * Move to the window now falls in (the lock held exclusively): the next
- * window makes the current generation the previous one; a later one, or
- * a new window length, empties both; an earlier one changes nothing.
+ * The clock the windows turn by: the limiter's, but no later than the real
+ * clock.  A session whose ratelimit.now_override is in the future would
+ * otherwise move the windows there, and every other session's refusals
+ * would count in that window until the real clock reached it; read, it
+ * would empty both.  Read before the lock is taken.
+ */
+static TimestampTz
+window_clock(TimestampTz now)
+{
+	return Min(now, GetCurrentTimestamp());
+}
+
+/*
+ * Move to the window now (a window_clock) falls in (the lock held
+ * exclusively): the next window makes the current generation the previous
+ * one; a later one, or a new window length, empties both; an earlier one
+ * changes nothing.
  */
 static void
 turn_window(RefusedShared *s, TimestampTz now)
@@ -413,6 +428,7 @@ rl_refused_record(text *name, text *key, bool key_is_null, int refusals,
 	uint32		hash;
 	uint32		khash;
 	TimestampTz now;
+	TimestampTz turn_at;
 	RefusedGen *g;
 	RefusedName *n;
 	bool		log_full = false;
@@ -422,9 +438,10 @@ rl_refused_record(text *name, text *key, bool key_is_null, int refusals,
 	hash = name_hash(MyDatabaseId, data, len);
 	khash = hash_bytes((const unsigned char *) kdata, Max(klen, 0));
 	now = rl_clock_now();
+	turn_at = window_clock(now);
 
 	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
-	turn_window(s, now);
+	turn_window(s, turn_at);
 	g = gen_at(gens_of(s), s, s->cur);
 	n = find_name(s, g, MyDatabaseId, data, len, hash);
 	if (n == NULL && g->used < s->max_names)
@@ -687,7 +704,7 @@ rl_refused_rows(PG_FUNCTION_ARGS)
 	RefusedName *bufs[2];
 	RefusedName *copies[2];
 	RefusedRow *rows;
-	TimestampTz now;
+	TimestampTz turn_at;
 	int64		turned_to;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -700,10 +717,10 @@ rl_refused_rows(PG_FUNCTION_ARGS)
 	bufs[0] = palloc(s->name_bytes);
 	bufs[1] = palloc(s->name_bytes);
 	rows = palloc(sizeof(RefusedRow) * 2 * s->top_k);
-	now = rl_clock_now();
+	turn_at = window_clock(rl_clock_now());
 
 	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
-	turn_window(s, now);
+	turn_window(s, turn_at);
 	turned_to = s->cur_window;
 	LWLockRelease(&s->lock);
 
