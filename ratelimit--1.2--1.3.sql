@@ -916,9 +916,10 @@ COMMENT ON FUNCTION @extschema@.rl_stats_reset(text) IS
 	'zero the statistics of one limit name in this database, its rl_refused rows included; with NULL, forget every row of rl_stats and rl_refused (every database)';
 
 -- who is refused (1.3)
--- Per (database, limit name), the keys refused and blocked most over the
--- last two windows of ratelimit.refused_window, kept in shared memory by
--- the library (src/refused.c): statistics, not transactional state.
+-- Per limit name, the keys refused and blocked most over the last two
+-- windows of ratelimit.refused_window, kept in shared memory by the
+-- library (src/refused.c) for every database, each database reading its
+-- own: statistics, not transactional state.
 CREATE FUNCTION @extschema@.rl_refused_rows(
 	OUT dbid oid,
 	OUT name text,
@@ -931,10 +932,10 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'rl_refused_rows'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.rl_refused_rows() IS
-	'the rows behind the view rl_refused: per (database, limit name), the ratelimit.refused_top_k keys with the most refusals and blocks';
+	'the rows behind the view rl_refused: per limit name of the current database, the ratelimit.refused_top_k keys with the most refusals and blocks';
 REVOKE ALL ON FUNCTION @extschema@.rl_refused_rows() FROM PUBLIC;
 
--- Not granted to PUBLIC: it lists keys of every database.
+-- Not granted to PUBLIC: it lists the keys (addresses, user ids) refused.
 CREATE VIEW @extschema@.rl_refused AS
 SELECT r.dbid,
 	d.datname,
@@ -950,8 +951,8 @@ ORDER BY r.dbid, r.name,
 	r.refusals OPERATOR(pg_catalog.+) r.blocks OPERATOR(pg_catalog.+) r.error DESC,
 	r.key;
 COMMENT ON VIEW @extschema@.rl_refused IS
-	'per limit name and database: the keys refused and blocked most in the current and the previous window of ratelimit.refused_window (at most ratelimit.refused_top_k per name); not transactional';
-COMMENT ON COLUMN @extschema@.rl_refused.dbid IS 'the database the calls ran in';
+	'per limit name of the current database: the keys refused and blocked most in the current and the previous window of ratelimit.refused_window (at most ratelimit.refused_top_k per name); not transactional';
+COMMENT ON COLUMN @extschema@.rl_refused.dbid IS 'the database the calls ran in: the current one';
 COMMENT ON COLUMN @extschema@.rl_refused.datname IS 'its name';
 COMMENT ON COLUMN @extschema@.rl_refused.name IS 'the limit name';
 COMMENT ON COLUMN @extschema@.rl_refused.key IS 'the key (its first 128 bytes); NULL for the NULL key';

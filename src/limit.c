@@ -262,12 +262,30 @@ rl_consume(RlTarget *target, double count, bool reserve, bool blocks,
 }
 
 /*
+ * Count a refused rl_check: apart from the consuming calls, in
+ * rl_stats.check_refused, and its key in rl_refused.
+ */
+static void
+count_check_refusal(const RlTarget *target, bool blocked)
+{
+	RlStatsCall call = {{0}};
+
+	if (!rl_stats_tracking())
+		return;
+	call.values[RL_STAT_check_refused] = 1;
+	call.values[RL_STAT_blocks] = blocked;
+	rl_stats_record(target->label, &call, RL_STATS_CHECKED, rl_clock_now());
+	rl_refused_record(target->label, target->key, target->key_is_null, 1,
+					  blocked);
+}
+
+/*
  * rl_check: what rl_consume would answer, taking nothing.  A refusal of a
  * limit with block_for blocks the key, as a refused consuming call does:
  * in the check-then-consume pattern the attempt a check refuses is the
  * offence.  Not when blocks is false (as rl_consume), nor in a read-only
  * transaction whose limit's store writes a table, which the check only
- * answers.
+ * answers.  A check the deny list refuses counts as any refused check.
  */
 void
 rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
@@ -276,31 +294,15 @@ rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
 	rl_target_check_count(target, count, reserve);
 	if (listed(target, count, answer))
 	{
-		if (!answer->ok && rl_stats_tracking())
-		{
-			RlStatsCall call = {{0}};
-
-			call.values[RL_STAT_check_refused] = 1;
-			rl_stats_record(target->label, &call, RL_STATS_CHECKED,
-							rl_clock_now());
-		}
+		if (!answer->ok)
+			count_check_refusal(target, false);
 		return;
 	}
 	rl_peek(target, count, reserve, answer);
 	if (blocks && !(XactReadOnly && target->store->writes_table))
 		apply_block(target, count, reserve, answer);
-	if (!answer->ok && rl_stats_tracking())
-	{
-		RlStatsCall call = {{0}};
-
-		/* counted apart from the consuming calls: rl_stats.check_refused */
-		call.values[RL_STAT_check_refused] = 1;
-		call.values[RL_STAT_blocks] = answer->blocked;
-		rl_stats_record(target->label, &call, RL_STATS_CHECKED,
-						rl_clock_now());
-		rl_refused_record(target->label, target->key, target->key_is_null,
-						  1, answer->blocked);
-	}
+	if (!answer->ok)
+		count_check_refusal(target, answer->blocked);
 }
 
 /*
