@@ -37,6 +37,10 @@ typedef struct RlTarget
 								 * when it is one (access.c); else NULL */
 	int			address_prefix; /* the prefix key counts it under; 0: none */
 	bool		denied;			/* refused by the deny list (limit.c) */
+	bool		allowed;		/* granted by the allow list, found once
+								 * the call held its state (access.c) */
+	bool		deny_has_until; /* denied, found then: until when */
+	TimestampTz deny_until;
 } RlTarget;
 
 extern void rl_target_init(RlTarget *target, text *name, text *key);
