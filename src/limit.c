@@ -42,7 +42,7 @@ apply_shadow(const RlTarget *target, double count, RlAnswer *answer)
 {
 	answer->shadowed = false;
 	answer->blocked = false;
-	if (answer->ok || !target->policy.shadow)
+	if (answer->ok || !target->policy.shadow || target->denied)
 		return;
 	answer->ok = true;
 	answer->shadowed = true;
@@ -66,7 +66,7 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	RlDecision	d;
 	bool		blocked = true;
 
-	if (answer->ok || target->policy.block_for <= 0)
+	if (answer->ok || target->policy.block_for <= 0 || target->denied)
 		return;
 	/* now read after the state, which current brought forward to its now */
 	state = target->store->current(target);
@@ -186,7 +186,7 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 	}
 	PG_END_TRY();
 	if (final || answer->ok)
-		count_answer(target, callp, answer, !by_lists);
+		count_answer(target, callp, answer, !by_lists && !target->allowed);
 	else
 		rl_stats_attribute(NULL);
 }
@@ -631,7 +631,8 @@ consume_all(AllCall *call)
 	for (int i = 0; i < n && call->calls; i++)
 		if (call->first[i] == i)
 			count_answer(&call->targets[i], &call->calls[i],
-						 &call->answers[i], refused < 0 && !call->listed[i]);
+						 &call->answers[i], refused < 0 && !call->listed[i] &&
+						 !call->targets[i].allowed);
 	return refused;
 }
 

@@ -90,14 +90,34 @@ rl_decide_held(const RlTarget *target, const RlHeld *held, double count,
 	RlPolicy	policy = rl_target_row_policy(target);
 	const RlState *states[2];
 
+	/* a deny found once the call held its state: refused, as limit.c's */
+	if (target->denied)
+	{
+		memset(answer, 0, sizeof(*answer));
+		answer->has_retry = target->deny_has_until;
+		answer->retry_after = target->deny_has_until ?
+			Max(target->deny_until - held->now, 1) : 0;
+		return;
+	}
 	for (int i = 0; i < held->n; i++)
 		states[i] = held->stored[i] ? &held->state[i] : NULL;
-	if (target->partial)
+	if (target->partial && !target->allowed)
 		count = rl_partial_count(&policy, target->origin, held->n, states,
 								 held->now, count);
 	rl_check_status(rl_decide_shards(&policy, target->origin, held->n, states,
-									 held->now, count, reserve, answer),
+									 held->now, target->allowed ? 0 : count,
+									 !target->allowed && reserve, answer),
 					held->now);
+	/* an allow found then: granted, taking nothing */
+	if (target->allowed)
+	{
+		answer->ok = true;
+		answer->has_retry = false;
+		answer->retry_after = 0;
+		answer->write[0] = answer->write[1] = false;
+		answer->granted = count;
+		return;
+	}
 	answer->granted = answer->ok ? count : 0;
 	for (int i = 0; i < held->n; i++)
 		if (answer->write[i])
