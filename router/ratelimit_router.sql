@@ -12,10 +12,13 @@
  *     OPTIONS (p0 'host=10.0.0.1 dbname=app', p1 'host=10.0.0.2 dbname=app', ...);
  *   CREATE USER MAPPING FOR PUBLIC SERVER ratelimit OPTIONS (user 'app');
  *
- * rl_limit (with its wait), rl_check, rl_value and rl_reset have the
- * extension's signatures and return types, and run on the partition chosen
- * by a hash of the key's text form (of the name, for the NULL key), so 42
- * and '42' still name one key.  rl_define, rl_undefine, rl_override,
+ * rl_limit (with its wait and partial), rl_check, rl_value, rl_reset and
+ * rl_settle have the extension's signatures and return types, and run on
+ * the partition chosen by a hash of the key's text form (of the name, for
+ * the NULL key), so 42 and '42' still name one key.  inet keys are not
+ * routed: an address's text form is not always the key the extension
+ * stores (a definition's ipv4_prefix or ipv6_prefix makes it the
+ * network), and the addresses of one network must share a partition.  rl_define, rl_undefine, rl_override,
  * rl_unoverride and rl_gc run on every partition and return a row per
  * partition.  The policy constructors run on any partition.
  *
@@ -45,10 +48,15 @@ CREATE TYPE rl_result AS (
 	ok boolean,
 	retry_after interval,
 	remaining float8,
-	reset_after interval
+	reset_after interval,
+	capacity float8,
+	allowed boolean,
+	retry_after_ms bigint,
+	reset_after_ms bigint,
+	granted float8
 );
 COMMENT ON TYPE rl_result IS
-	'the answer of rl_limit and rl_check (routed: same as ratelimit''s rl_result)';
+	'the answer of rl_limit and rl_check (routed: same as ratelimit''s rl_result, every column in its order)';
 
 CREATE TYPE rl_state AS (
 	value float8,
@@ -78,13 +86,14 @@ BEGIN
 			CREATE FUNCTION rl_limit(name text, key %1$s%2$s,
 				count float8 DEFAULT 1, reserve boolean DEFAULT false,
 				throws boolean DEFAULT false, config rl_policy DEFAULT NULL,
-				jitter boolean DEFAULT false, wait interval DEFAULT NULL)
+				jitter boolean DEFAULT false, wait interval DEFAULT NULL,
+				partial boolean DEFAULT false)
 			RETURNS rl_result LANGUAGE plproxy AS $b$
 				CLUSTER 'ratelimit';
 				RUN ON rl_route(name, key::text);
 			$b$;
-			COMMENT ON FUNCTION rl_limit(text, %1$s, float8, boolean, boolean, rl_policy, boolean, interval) IS
-				'routed to the key''s partition: consume count tokens there, committed at once (a rollback here does not return them); wait: the partition sleeps until granted when retry_after is at most wait';
+			COMMENT ON FUNCTION rl_limit(text, %1$s, float8, boolean, boolean, rl_policy, boolean, interval, boolean) IS
+				'routed to the key''s partition: consume count tokens there, committed at once (a rollback here does not return them); wait: the partition sleeps until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
 			CREATE FUNCTION rl_check(name text, key %1$s%2$s,
 				count float8 DEFAULT 1, reserve boolean DEFAULT false,
 				throws boolean DEFAULT false, config rl_policy DEFAULT NULL,
@@ -110,6 +119,15 @@ BEGIN
 			$b$;
 			COMMENT ON FUNCTION rl_reset(text, %1$s) IS
 				'routed to the key''s partition: forget the key''s state there';
+			CREATE FUNCTION rl_settle(name text, key %1$s,
+				estimated float8, actual float8, config rl_policy DEFAULT NULL,
+				OUT value float8, OUT ts timestamptz, OUT unsettled float8)
+			LANGUAGE plproxy AS $b$
+				CLUSTER 'ratelimit';
+				RUN ON rl_route(name, key::text);
+			$b$;
+			COMMENT ON FUNCTION rl_settle(text, %1$s, float8, float8, rl_policy) IS
+				'routed to the key''s partition: charge a call admitted on estimated its actual cost there, committed at once; the key''s state and what max_debt left unsettled';
 		$f$, t, key_default);
 	END LOOP;
 END
@@ -213,3 +231,9 @@ REVOKE ALL ON FUNCTION rl_reset(text, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_reset(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_reset(text, smallint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_reset(text, uuid) FROM PUBLIC;
+-- As rl_refund in the extension: a settlement can give tokens back.
+REVOKE ALL ON FUNCTION rl_settle(text, text, float8, float8, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_settle(text, bigint, float8, float8, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_settle(text, integer, float8, float8, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_settle(text, smallint, float8, float8, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_settle(text, uuid, float8, float8, rl_policy) FROM PUBLIC;

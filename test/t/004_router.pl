@@ -195,6 +195,48 @@ is(on_each(q{SELECT coalesce(string_agg(kind || ':' || value, ','), '-') FROM rl
 	only_on(home('slide', 'k'), 'sliding window:0', '-'),
 	'the sliding window of key k is on its partition only');
 
+# The router's answers are the extension's: every rl_result column of a
+# call sequence through the router (a partial grant and a settlement
+# among them) equals that of the same sequence called on the key's
+# partition directly, for a table and a memory limit.
+for my $storage ('table', 'memory')
+{
+	my $name = "cols_$storage";
+	$proxy->safe_psql('postgres', qq{
+		SELECT count(*) FROM rl_define('$name', 'token bucket', 5, '1 day', storage => '$storage')});
+	my $calls = sub {
+		my ($key) = @_;
+		return qq{
+			SELECT * FROM rl_limit('$name', '$key', 2);
+			SELECT * FROM rl_limit('$name', '$key', 4);
+			SELECT * FROM rl_check('$name', '$key', 3);
+			SELECT * FROM rl_limit('$name', '$key', 4, partial => true);
+			SELECT * FROM rl_limit('$name', '$key');
+			SELECT * FROM rl_settle('$name', '$key', 3, 1);
+			SELECT * FROM rl_limit('$name', '$key', 3, partial => true);
+			SELECT * FROM rl_value('$name', '$key');};
+	};
+	my $routed = query($proxy, $calls->('k'));
+	my $part = $parts[ home($name, 'k') ];
+	my $direct = $part->safe_psql('postgres', $calls->('direct'));
+	is($routed, $direct,
+		"$storage: every column of rl_limit, rl_check (partial grants) and rl_settle through the router is the partition's");
+	like($routed, qr/^t\|\|3\|09:36:00\|5\|t\|\|34560000\|2$/m,
+		"$storage: the router's answers carry rl_result's nine columns");
+	is(on_each(qq{SELECT value FROM rl_value('$name', 'k')}),
+		only_on(home($name, 'k'), '0', '5'),
+		"$storage: the partial grants and the settlement act on the key's partition only");
+}
+is(query($proxy, q{
+	SELECT * FROM rl_settle('inline_settle', 7, 1, 3, rl_token_bucket(5, '1 day'))}),
+	$parts[ home('inline_settle', '7') ]->safe_psql('postgres', q{
+	SELECT * FROM rl_settle('inline_settle', 'seven', 1, 3, rl_token_bucket(5, '1 day'))}),
+	'rl_settle with an integer key and an inline policy through the router');
+like(query($proxy, q{
+	SELECT * FROM rl_limit('cols_table', 'k', 2, reserve => true, partial => true)}),
+	qr/^ERROR: .*partial and reserve cannot be combined/s,
+	"a partial call with reserve fails through the router, with the partition's error");
+
 # Fail closed: stop a partition; its keys' calls fail, the rest go on.
 my $victim = 2;
 my ($down_key, $up_key, $fresh_key) = split(/\|/, $proxy->safe_psql('postgres', qq{
