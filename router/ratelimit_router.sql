@@ -15,12 +15,17 @@
  * rl_limit (with its wait and partial), rl_check, rl_value, rl_reset and
  * rl_settle have the extension's signatures and return types, and run on
  * the partition chosen by a hash of the key's text form (of the name, for
- * the NULL key), so 42 and '42' still name one key.  inet keys are not
- * routed: an address's text form is not always the key the extension
- * stores (a definition's ipv4_prefix or ipv6_prefix makes it the
- * network), and the addresses of one network must share a partition.  rl_define, rl_undefine, rl_override,
- * rl_unoverride and rl_gc run on every partition and return a row per
+ * the NULL key), so 42 and '42' still name one key.  An inet key is hashed
+ * as the text the extension stores it as, its host address ('10.1.2.3',
+ * not inet's text '10.1.2.3/32'), so it is one key with that text.
+ * rl_define, rl_undefine, rl_override, rl_unoverride, rl_allow, rl_deny,
+ * rl_unlist and rl_gc run on every partition and return a row per
  * partition.  The policy constructors run on any partition.
+ *
+ * Do not give a limit used through the router ipv4_prefix or ipv6_prefix
+ * (this rl_define has neither): a partition would count an address key
+ * in its network's state, but the network's other addresses hash to other
+ * partitions, and each would grant the network its whole limit.
  *
  * The transaction contract differs from the extension's: each routed call
  * commits on its partition at once, whatever the caller's transaction does
@@ -79,9 +84,12 @@ DO $do$
 DECLARE
 	t text;
 	key_default text;
+	key_text text;
 BEGIN
-	FOREACH t IN ARRAY ARRAY['text', 'bigint', 'integer', 'smallint', 'uuid'] LOOP
+	FOREACH t IN ARRAY ARRAY['text', 'bigint', 'integer', 'smallint', 'uuid', 'inet'] LOOP
 		key_default := CASE WHEN t = 'text' THEN ' DEFAULT NULL' ELSE '' END;
+		-- the text the extension stores the key as
+		key_text := CASE WHEN t = 'inet' THEN 'pg_catalog.host(key)' ELSE 'key::text' END;
 		EXECUTE format($f$
 			CREATE FUNCTION rl_limit(name text, key %1$s%2$s,
 				count float8 DEFAULT 1, reserve boolean DEFAULT false,
@@ -90,7 +98,7 @@ BEGIN
 				partial boolean DEFAULT false)
 			RETURNS rl_result LANGUAGE plproxy AS $b$
 				CLUSTER 'ratelimit';
-				RUN ON rl_route(name, key::text);
+				RUN ON rl_route(name, %3$s);
 			$b$;
 			COMMENT ON FUNCTION rl_limit(text, %1$s, float8, boolean, boolean, rl_policy, boolean, interval, boolean) IS
 				'routed to the key''s partition: consume count tokens there, committed at once (a rollback here does not return them); wait: the partition sleeps until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
@@ -100,7 +108,7 @@ BEGIN
 				jitter boolean DEFAULT false)
 			RETURNS rl_result LANGUAGE plproxy AS $b$
 				CLUSTER 'ratelimit';
-				RUN ON rl_route(name, key::text);
+				RUN ON rl_route(name, %3$s);
 			$b$;
 			COMMENT ON FUNCTION rl_check(text, %1$s, float8, boolean, boolean, rl_policy, boolean) IS
 				'routed to the key''s partition: what rl_limit would answer, consuming nothing';
@@ -108,27 +116,28 @@ BEGIN
 				config rl_policy DEFAULT NULL)
 			RETURNS rl_state LANGUAGE plproxy AS $b$
 				CLUSTER 'ratelimit';
-				RUN ON rl_route(name, key::text);
+				RUN ON rl_route(name, %3$s);
 			$b$;
 			COMMENT ON FUNCTION rl_value(text, %1$s, rl_policy) IS
 				'routed to the key''s partition: the tokens a limit holds now';
-			CREATE FUNCTION rl_reset(name text, key %1$s%2$s)
+			CREATE FUNCTION rl_reset(name text, key %1$s%2$s,
+				config rl_policy DEFAULT NULL)
 			RETURNS void LANGUAGE plproxy AS $b$
 				CLUSTER 'ratelimit';
-				RUN ON rl_route(name, key::text);
+				RUN ON rl_route(name, %3$s);
 			$b$;
-			COMMENT ON FUNCTION rl_reset(text, %1$s) IS
-				'routed to the key''s partition: forget the key''s state there';
+			COMMENT ON FUNCTION rl_reset(text, %1$s, rl_policy) IS
+				'routed to the key''s partition: forget the key''s state there; config: its state under that inline policy';
 			CREATE FUNCTION rl_settle(name text, key %1$s,
 				estimated float8, actual float8, config rl_policy DEFAULT NULL,
 				OUT value float8, OUT ts timestamptz, OUT unsettled float8)
 			LANGUAGE plproxy AS $b$
 				CLUSTER 'ratelimit';
-				RUN ON rl_route(name, key::text);
+				RUN ON rl_route(name, %3$s);
 			$b$;
 			COMMENT ON FUNCTION rl_settle(text, %1$s, float8, float8, rl_policy) IS
 				'routed to the key''s partition: charge a call admitted on estimated its actual cost there, committed at once; the key''s state and what max_debt left unsettled';
-		$f$, t, key_default);
+		$f$, t, key_default, key_text);
 	END LOOP;
 END
 $do$;
@@ -180,6 +189,36 @@ $$;
 COMMENT ON FUNCTION rl_unoverride(text, text) IS
 	'drop the override of one key on every partition; a row per partition, false where it had none';
 
+-- Allow and deny lists live on every partition, as definitions do: an
+-- address's partition is the one that judges it.
+CREATE FUNCTION rl_allow(name text, net cidr, expires timestamptz DEFAULT NULL,
+	note text DEFAULT NULL)
+RETURNS SETOF boolean LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+	SELECT true AS rl_allow FROM rl_allow(name, net, expires, note);
+$$;
+COMMENT ON FUNCTION rl_allow(text, cidr, timestamptz, text) IS
+	'allow a network of a named rate limit on every partition until expires (NULL: for ever); a row per partition';
+
+CREATE FUNCTION rl_deny(name text, net cidr, expires timestamptz DEFAULT NULL,
+	note text DEFAULT NULL)
+RETURNS SETOF boolean LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+	SELECT true AS rl_deny FROM rl_deny(name, net, expires, note);
+$$;
+COMMENT ON FUNCTION rl_deny(text, cidr, timestamptz, text) IS
+	'deny a network of a named rate limit on every partition until expires (NULL: for ever); a row per partition';
+
+CREATE FUNCTION rl_unlist(name text, net cidr)
+RETURNS SETOF boolean LANGUAGE plproxy STRICT AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+$$;
+COMMENT ON FUNCTION rl_unlist(text, cidr) IS
+	'drop the allow and the deny entry of a network on every partition; a row per partition, false where it had none';
+
 CREATE FUNCTION rl_gc(max_rows integer DEFAULT 10000)
 RETURNS SETOF bigint LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
@@ -225,15 +264,20 @@ REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, i
 REVOKE ALL ON FUNCTION rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_override(text, text, float8, interval, float8, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_unoverride(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_allow(text, cidr, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_deny(text, cidr, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_unlist(text, cidr) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_gc(integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION rl_reset(text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION rl_reset(text, bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION rl_reset(text, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION rl_reset(text, smallint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION rl_reset(text, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, text, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, bigint, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, integer, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, smallint, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, uuid, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_reset(text, inet, rl_policy) FROM PUBLIC;
 -- As rl_refund in the extension: a settlement can give tokens back.
 REVOKE ALL ON FUNCTION rl_settle(text, text, float8, float8, rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_settle(text, bigint, float8, float8, rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_settle(text, integer, float8, float8, rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_settle(text, smallint, float8, float8, rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_settle(text, uuid, float8, float8, rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_settle(text, inet, float8, float8, rl_policy) FROM PUBLIC;
