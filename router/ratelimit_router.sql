@@ -22,10 +22,11 @@
  * rl_unlist and rl_gc run on every partition and return a row per
  * partition.  The policy constructors run on any partition.
  *
- * Do not give a limit used through the router ipv4_prefix or ipv6_prefix
- * (this rl_define has neither): a partition would count an address key
- * in its network's state, but the network's other addresses hash to other
- * partitions, and each would grant the network its whole limit.
+ * A limit used through the router must not have ipv4_prefix or
+ * ipv6_prefix (this rl_define refuses them): a partition would count an
+ * address key in its network's state, but the network's other addresses
+ * hash to other partitions, and each would grant the network its whole
+ * limit.
  *
  * The transaction contract differs from the extension's: each routed call
  * commits on its partition at once, whatever the caller's transaction does
@@ -142,21 +143,45 @@ BEGIN
 END
 $do$;
 
--- Administration: on every partition, a row per partition.
+-- Administration: on every partition, a row per partition.  rl_define
+-- has the extension's signature but refuses a prefix on the proxy, so
+-- rl_define_each, which passes the rest, has none.
+CREATE FUNCTION rl_define_each(name text, kind text, rate float8,
+	period interval, capacity float8, max_reserved float8, shards integer,
+	start timestamptz, storage text, time_zone text, shadow boolean,
+	block_for interval, block_factor float8, block_max interval,
+	block_horizon interval, max_debt float8)
+RETURNS SETOF boolean LANGUAGE plproxy AS $$
+	CLUSTER 'ratelimit';
+	RUN ON ALL;
+	SELECT true AS rl_define_each FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start, storage, time_zone, shadow, block_for, block_factor, block_max, block_horizon, NULL::integer, NULL::integer, max_debt);
+$$;
+COMMENT ON FUNCTION rl_define_each(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, float8) IS
+	'rl_define on every partition, without a prefix; call rl_define';
+
 CREATE FUNCTION rl_define(name text, kind text, rate float8, period interval,
 	capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
 	shards integer DEFAULT 1, start timestamptz DEFAULT NULL,
 	storage text DEFAULT 'table', time_zone text DEFAULT NULL,
 	shadow boolean DEFAULT false, block_for interval DEFAULT NULL,
 	block_factor float8 DEFAULT NULL, block_max interval DEFAULT NULL,
-	block_horizon interval DEFAULT NULL)
-RETURNS SETOF boolean LANGUAGE plproxy AS $$
-	CLUSTER 'ratelimit';
-	RUN ON ALL;
-	SELECT true AS rl_define FROM rl_define(name, kind, rate, period, capacity, max_reserved, shards, start, storage, time_zone, shadow, block_for, block_factor, block_max, block_horizon);
+	block_horizon interval DEFAULT NULL, ipv4_prefix integer DEFAULT NULL,
+	ipv6_prefix integer DEFAULT NULL, max_debt float8 DEFAULT NULL)
+RETURNS SETOF boolean LANGUAGE plpgsql AS $$
+BEGIN
+	IF ipv4_prefix IS NOT NULL OR ipv6_prefix IS NOT NULL THEN
+		RAISE EXCEPTION 'the router cannot route a limit with ipv4_prefix or ipv6_prefix'
+			USING ERRCODE = 'feature_not_supported',
+			DETAIL = 'A partition would count an address in its network''s state, but the network''s other addresses hash to other partitions.',
+			HINT = 'Define the limit without a prefix, or call it on a single database.';
+	END IF;
+	RETURN QUERY SELECT * FROM rl_define_each(name, kind, rate, period,
+		capacity, max_reserved, shards, start, storage, time_zone, shadow,
+		block_for, block_factor, block_max, block_horizon, max_debt);
+END
 $$;
-COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) IS
-	'create or replace a named rate limit on every partition (storage ''table'' or ''memory'': each partition keeps its own keys'' state); a row per partition';
+COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8) IS
+	'create or replace a named rate limit on every partition (storage ''table'' or ''memory'': each partition keeps its own keys'' state); a row per partition; ipv4_prefix and ipv6_prefix are refused';
 
 CREATE FUNCTION rl_undefine(name text)
 RETURNS SETOF boolean LANGUAGE plproxy AS $$
@@ -260,7 +285,8 @@ COMMENT ON FUNCTION rl_sliding_window(float8, interval, timestamptz, text) IS
 
 -- As in the extension: applications consume, check and read; the
 -- administrative functions stay with the owner until granted.
-REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_define_each(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_undefine(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_override(text, text, float8, interval, float8, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_unoverride(text, text) FROM PUBLIC;

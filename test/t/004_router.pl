@@ -237,6 +237,33 @@ like(query($proxy, q{
 	qr/^ERROR: .*partial and reserve cannot be combined/s,
 	"a partial call with reserve fails through the router, with the partition's error");
 
+# rl_define takes the extension's max_debt: a settlement through the
+# router goes below zero down to it, as on the partition.  A prefix is
+# refused: the router would spread one network over partitions.
+is(query($proxy, q{
+	SELECT count(*) FROM rl_define('debt', 'token bucket', 5, '1 day', max_debt => 10)}),
+	$nparts, 'rl_define with max_debt answers once per partition');
+is(on_each(q{SELECT max_debt FROM rl_definitions WHERE name = 'debt'}),
+	join(' | ', ('10') x $nparts), 'every partition has the max_debt');
+my $debt_calls = sub {
+	my ($key) = @_;
+	return qq{
+		SELECT * FROM rl_limit('debt', '$key', 4);
+		SELECT * FROM rl_settle('debt', '$key', 4, 12);
+		SELECT * FROM rl_settle('debt', '$key', 1, 5);
+		SELECT * FROM rl_limit('debt', '$key');};
+};
+is(query($proxy, $debt_calls->('k')),
+	$parts[ home('debt', 'k') ]->safe_psql('postgres', $debt_calls->('direct')),
+	'a settlement into debt through the router answers as on the partition');
+like(query($proxy, q{SELECT unsettled FROM rl_settle('debt', 'k', 0, 3)}),
+	qr/^3$/, 'at -max_debt, the whole charge is unsettled through the router');
+like(query($proxy, q{
+	SELECT count(*) FROM rl_define('net24', 'token bucket', 5, '1 day', ipv4_prefix => 24)}),
+	qr/^ERROR: .*ipv4_prefix/s, 'rl_define with ipv4_prefix is refused through the router');
+is(on_each(q{SELECT count(*) FROM rl_definitions WHERE name = 'net24'}),
+	join(' | ', ('0') x $nparts), 'and no partition has the definition');
+
 # inet keys route by the text the extension stores them as, the host
 # address: an inet key and the same address as text are one key, on one
 # partition, and the addresses spread over the partitions.
