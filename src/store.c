@@ -93,8 +93,12 @@ rl_decide_held(const RlTarget *target, const RlHeld *held, double count,
 	for (int i = 0; i < held->n; i++)
 		states[i] = held->stored[i] ? &held->state[i] : NULL;
 	if (target->partial)
+	{
 		count = rl_partial_count(&policy, target->origin, held->n, states,
 								 held->now, count);
+		/* never a debt: refused until the tokens are held (one, or count) */
+		policy.has_max_debt = false;
+	}
 	rl_check_status(rl_decide_shards(&policy, target->origin, held->n, states,
 									 held->now, count, reserve, answer),
 					held->now);
