@@ -41,7 +41,7 @@ COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
 COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
 	'reset_after in whole milliseconds, rounded up';
 COMMENT ON COLUMN @extschema@.rl_result.granted IS
-	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode, an allowed address: count, though it took nothing)';
+	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode, an allowed address: count, though it took nothing); rl_check: what rl_limit would take';
 ALTER TYPE @extschema@.rl_all_result ADD ATTRIBUTE remaining float8,
 	ADD ATTRIBUTE reset_after interval,
 	ADD ATTRIBUTE capacity float8,

@@ -53,8 +53,11 @@ SELECT value FROM rl_value('part_t', 'rb');
 SELECT value FROM rl_value('part_m', 'rb');
 -- throws raises a refusal, partial or not
 SELECT rl_limit('part_t', 'k', 1, partial => true, throws => true);
--- rl_check answers what rl_limit without partial would take
+-- rl_check takes nothing; granted is what rl_limit without partial would
+-- take: count when it would grant, 0 when it would refuse
 SELECT ok, granted FROM rl_check('part_t', 'fresh', 2);
+SELECT ok, granted FROM rl_check('part_t', 'k', 5);
+SELECT ok, granted FROM rl_check('part_m', 'k', 5);
 -- a fixed window and a sliding window take what they allow
 SELECT rl_define('part_fw', 'fixed window', 5, '1 minute', start => '2026-01-01');
 SELECT rl_define('part_sw', 'sliding window', 5, '1 minute', start => '2026-01-01');
