@@ -41,7 +41,7 @@ COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
 COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
 	'reset_after in whole milliseconds, rounded up';
 COMMENT ON COLUMN @extschema@.rl_result.granted IS
-	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode, an allowed address: count, though it took nothing)';
+	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode, an allowed address: count, though it took nothing); rl_check: what rl_limit would take';
 ALTER TYPE @extschema@.rl_all_result ADD ATTRIBUTE remaining float8,
 	ADD ATTRIBUTE reset_after interval,
 	ADD ATTRIBUTE capacity float8,
@@ -839,7 +839,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, text, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key bigint,
@@ -852,7 +852,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, bigint, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key integer,
@@ -865,7 +865,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, integer, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key smallint,
@@ -878,7 +878,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, smallint, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key uuid,
@@ -891,7 +891,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, uuid, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key inet,
@@ -904,7 +904,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, inet, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, text, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, bigint, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, integer, float8, float8, @extschema@.rl_policy) FROM PUBLIC;

@@ -135,6 +135,19 @@ count_answer(const RlTarget *target, RlStatsCall *call,
 static bool listed(RlTarget *target, double count, RlAnswer *answer);
 
 /*
+ * What the limit's lists say of the target's address at now: none for a
+ * key that is no address, or a limit without lists.
+ */
+static inline RlAccess
+target_access(RlTarget *target, TimestampTz now, bool *has_until,
+			  TimestampTz *until)
+{
+	if (target->address == NULL || !target->policy.access_lists)
+		return RL_ACCESS_NONE;
+	return rl_access_of(target, now, has_until, until);
+}
+
+/*
  * consume_counted's decision: the lists (listed), or the state; true when
  * the lists decided, taking nothing.
  */
@@ -211,7 +224,7 @@ listed(RlTarget *target, double count, RlAnswer *answer)
 	if (target->address == NULL || !target->policy.access_lists)
 		return false;
 	now = rl_clock_now();
-	access = rl_access_of(target, now, &has_until, &until);
+	access = target_access(target, now, &has_until, &until);
 	if (access == RL_ACCESS_NONE)
 		return false;
 	if (access == RL_ACCESS_ALLOW)
@@ -243,8 +256,7 @@ rl_target_listed(RlTarget *target)
 	TimestampTz until;
 	bool		has_until;
 
-	return target->address != NULL && target->policy.access_lists &&
-		rl_access_of(target, rl_clock_now(), &has_until, &until) !=
+	return target_access(target, rl_clock_now(), &has_until, &until) !=
 		RL_ACCESS_NONE;
 }
 
@@ -691,8 +703,10 @@ adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
  * difference is taken (a charge: below zero too, never past -max_debt)
  * or given back (a refund: never above capacity), in one step under the
  * key's lock, in the caller's transaction.  *unsettled receives what a
- * charge could not take at the bound of max_debt (0 otherwise).  Returns
- * the key's state as rl_value would then report it.
+ * charge could not take at the bound of max_debt (0 otherwise).  A return
+ * gives nothing while the key is blocked (rl_adjust_state), and an address
+ * the allow list admits took nothing, so its settlement changes nothing.
+ * Returns the key's state as rl_value would then report it.
  */
 RlState
 rl_settle_key(RlTarget *target, double estimated, double actual,
@@ -701,8 +715,13 @@ rl_settle_key(RlTarget *target, double estimated, double actual,
 	double		difference = actual - estimated;
 	double		charged = 0;
 	RlState		state;
+	TimestampTz until;
+	bool		has_until;
 
 	*unsettled = 0;
+	if (target_access(target, rl_clock_now(), &has_until, &until) ==
+		RL_ACCESS_ALLOW)
+		return rl_current(target);
 	if (difference > 0)
 	{
 		state = target->store->adjust(target, RL_ADJUST_CHARGE, difference,
@@ -711,7 +730,7 @@ rl_settle_key(RlTarget *target, double estimated, double actual,
 			*unsettled = difference - charged;
 	}
 	else if (difference < 0)
-		state = adjust_key(target, RL_ADJUST_REFUND, -difference, 0, NULL);
+		state = adjust_key(target, RL_ADJUST_RETURN, -difference, 0, NULL);
 	else
 		state = rl_current(target);
 	return state;
