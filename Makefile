@@ -53,7 +53,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	concurrency stats new_keys inline_policies trigger_keys memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding \
 	row_hints memory_retry public_bounds canonical memory_quota reset result refused \
-	inet_keys \
+	inet_keys inet_forms \
 	settle partial plans
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
@@ -68,8 +68,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
 	memory_last_token memory_lowered memory_gc_undefined memory_drop_extension row_hints \
 	policies_mixed_recheck policies_block_race overrides overrides_untracked \
-	wait_race redefine_store_wait access_lists \
-	settle_race partial_race plans
+	wait_race redefine_store_wait access_lists access_wait \
+	settle_race partial_race settle_block_race plans
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -92,11 +92,11 @@ include $(PGXS)
 PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding memory_retry \
 	public_bounds canonical memory_quota reset result refused inet_keys \
-	settle partial plans
+	settle partial inet_forms plans
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
 	policies_block_race overrides wait_race redefine_store_wait access_lists \
-	settle_race partial_race plans
+	settle_race partial_race settle_block_race plans
 PREPARED_REGRESS = memory_prepared
 ifneq ($(filter installcheck,$(MAKECMDGOALS)),)
 comma := ,

@@ -41,7 +41,7 @@ COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
 COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
 	'reset_after in whole milliseconds, rounded up';
 COMMENT ON COLUMN @extschema@.rl_result.granted IS
-	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode, an allowed address: count, though it took nothing)';
+	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode, an allowed address: count, though it took nothing); rl_check: what rl_limit would take';
 ALTER TYPE @extschema@.rl_all_result ADD ATTRIBUTE remaining float8,
 	ADD ATTRIBUTE reset_after interval,
 	ADD ATTRIBUTE capacity float8,
@@ -928,7 +928,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, text, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key bigint,
@@ -941,7 +941,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, bigint, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key integer,
@@ -954,7 +954,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, integer, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key smallint,
@@ -967,7 +967,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, smallint, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key uuid,
@@ -980,7 +980,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, uuid, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 CREATE FUNCTION @extschema@.rl_settle(
 	name text,
 	key inet,
@@ -993,7 +993,7 @@ CREATE FUNCTION @extschema@.rl_settle(
 AS 'MODULE_PATHNAME', 'rl_settle'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_settle(text, inet, float8, float8, @extschema@.rl_policy) IS
-	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity, nothing while the key is blocked); an address the allow list admits is not settled; the key''s state';
 REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, text, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, bigint, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, integer, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
@@ -1005,9 +1005,10 @@ COMMENT ON FUNCTION @extschema@.rl_stats_reset(text) IS
 	'zero the statistics of one limit name in this database, its rl_refused rows included; with NULL, forget every row of rl_stats and rl_refused (every database)';
 
 -- who is refused (1.3)
--- Per (database, limit name), the keys refused and blocked most over the
--- last two windows of ratelimit.refused_window, kept in shared memory by
--- the library (src/refused.c): statistics, not transactional state.
+-- Per limit name, the keys refused and blocked most over the last two
+-- windows of ratelimit.refused_window, kept in shared memory by the
+-- library (src/refused.c) for every database, each database reading its
+-- own: statistics, not transactional state.
 CREATE FUNCTION @extschema@.rl_refused_rows(
 	OUT dbid oid,
 	OUT name text,
@@ -1020,10 +1021,10 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'rl_refused_rows'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.rl_refused_rows() IS
-	'the rows behind the view rl_refused: per (database, limit name), the ratelimit.refused_top_k keys with the most refusals and blocks';
+	'the rows behind the view rl_refused: per limit name of the current database, the ratelimit.refused_top_k keys with the most refusals and blocks';
 REVOKE ALL ON FUNCTION @extschema@.rl_refused_rows() FROM PUBLIC;
 
--- Not granted to PUBLIC: it lists keys of every database.
+-- Not granted to PUBLIC: it lists the keys (addresses, user ids) refused.
 CREATE VIEW @extschema@.rl_refused AS
 SELECT r.dbid,
 	d.datname,
@@ -1039,8 +1040,8 @@ ORDER BY r.dbid, r.name,
 	r.refusals OPERATOR(pg_catalog.+) r.blocks OPERATOR(pg_catalog.+) r.error DESC,
 	r.key;
 COMMENT ON VIEW @extschema@.rl_refused IS
-	'per limit name and database: the keys refused and blocked most in the current and the previous window of ratelimit.refused_window (at most ratelimit.refused_top_k per name); not transactional';
-COMMENT ON COLUMN @extschema@.rl_refused.dbid IS 'the database the calls ran in';
+	'per limit name of the current database: the keys refused and blocked most in the current and the previous window of ratelimit.refused_window (at most ratelimit.refused_top_k per name); not transactional';
+COMMENT ON COLUMN @extschema@.rl_refused.dbid IS 'the database the calls ran in: the current one';
 COMMENT ON COLUMN @extschema@.rl_refused.datname IS 'its name';
 COMMENT ON COLUMN @extschema@.rl_refused.name IS 'the limit name';
 COMMENT ON COLUMN @extschema@.rl_refused.key IS 'the key (its first 128 bytes); NULL for the NULL key';

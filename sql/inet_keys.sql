@@ -50,7 +50,8 @@ SELECT ok, remaining FROM rl_limit('net', '2001:db8:0:1::5'::inet);
 SELECT ok, remaining FROM rl_limit('net', '2001:db8:0:1:ffff::9'::inet);
 SELECT ok, remaining FROM rl_limit('net', '2001:db8:0:2::5'::inet);
 SELECT key, value FROM rate_limits WHERE name = 'net' ORDER BY key;
--- text keys that are not an address in PostgreSQL's form are text keys
+-- a text key inet does not read as an address is a text key; one it
+-- reads as an address, in any spelling, is that address (inet_forms)
 SELECT ok, remaining FROM rl_limit('net', 'alice');
 SELECT ok, remaining FROM rl_limit('net', '010.1.2.3');
 SELECT ok, remaining FROM rl_check('net', '10.1.2.1'::inet);

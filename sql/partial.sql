@@ -53,8 +53,11 @@ SELECT value FROM rl_value('part_t', 'rb');
 SELECT value FROM rl_value('part_m', 'rb');
 -- throws raises a refusal, partial or not
 SELECT rl_limit('part_t', 'k', 1, partial => true, throws => true);
--- rl_check answers what rl_limit without partial would take
+-- rl_check takes nothing; granted is what rl_limit without partial would
+-- take: count when it would grant, 0 when it would refuse
 SELECT ok, granted FROM rl_check('part_t', 'fresh', 2);
+SELECT ok, granted FROM rl_check('part_t', 'k', 5);
+SELECT ok, granted FROM rl_check('part_m', 'k', 5);
 -- a fixed window and a sliding window take what they allow
 SELECT rl_define('part_fw', 'fixed window', 5, '1 minute', start => '2026-01-01');
 SELECT rl_define('part_sw', 'sliding window', 5, '1 minute', start => '2026-01-01');
@@ -68,6 +71,36 @@ SELECT ok, granted FROM rl_limit('part_inline', 'k', 50, partial => true,
 -- under max_debt a partial call takes only what the key holds: no debt
 SELECT rl_define('part_debt', 'token bucket', 10, '1 minute', max_debt => 5);
 SELECT ok, granted, remaining FROM rl_limit('part_debt', 'k', 12, partial => true);
+-- 0.5 held under max_debt: a partial call never takes a token the key
+-- does not hold.  A whole count is refused, with the retry_after of one
+-- whole token (0.5 s); a fractional count takes what is there.
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SELECT rl_define('part_debt_t', 'token bucket', 10, '10 seconds', max_debt => 5);
+SELECT rl_define('part_debt_m', 'token bucket', 10, '10 seconds', max_debt => 5,
+	storage => 'memory');
+SELECT rl_define('part_debt_fw', 'fixed window', 10, '10 seconds', max_debt => 5,
+	start => '2026-01-01');
+SELECT ok, granted FROM rl_limit('part_debt_t', 'k', 9.5);
+SELECT ok, granted FROM rl_limit('part_debt_m', 'k', 9.5);
+SELECT ok, granted FROM rl_limit('part_debt_fw', 'k', 9.5);
+SELECT ok, granted, retry_after FROM rl_limit('part_debt_t', 'k', 5, partial => true);
+SELECT ok, granted, retry_after FROM rl_limit('part_debt_m', 'k', 5, partial => true);
+SELECT ok, granted, retry_after FROM rl_limit('part_debt_fw', 'k', 5, partial => true);
+SELECT value FROM rl_value('part_debt_t', 'k');
+SELECT value FROM rl_value('part_debt_m', 'k');
+SELECT value FROM rl_value('part_debt_fw', 'k');
+SELECT ok, granted FROM rl_limit('part_debt_t', 'k', 0.25, partial => true);
+SELECT ok, granted FROM rl_limit('part_debt_m', 'k', 0.25, partial => true);
+-- in debt (a whole call admitted on 0.25 held): a partial call waits until
+-- one whole token is held again (3.75 s)
+SELECT ok, remaining FROM rl_limit('part_debt_t', 'k', 3);
+SELECT ok, remaining FROM rl_limit('part_debt_m', 'k', 3);
+SELECT ok, granted, retry_after FROM rl_limit('part_debt_t', 'k', 5, partial => true);
+SELECT ok, granted, retry_after FROM rl_limit('part_debt_m', 'k', 5, partial => true);
+SET ratelimit.now_override = '2026-01-01 00:00:03.75+00';
+SELECT ok, granted FROM rl_limit('part_debt_t', 'k', 5, partial => true);
+SELECT ok, granted FROM rl_limit('part_debt_m', 'k', 5, partial => true);
+SET ratelimit.now_override = '2026-01-01 00:00:15+00';
 -- shadow mode: a refusal is granted, taking nothing; granted says count,
 -- what the caller may go on with
 SELECT rl_define('part_shadow', 'token bucket', 2, '1 minute', shadow => true);

@@ -47,6 +47,19 @@ SELECT rl_define('rf_memory', 'token bucket', 1, '1 day', storage => 'memory');
 SELECT * FROM pg_temp.calls('rf_memory', '{m,m,m,n}');
 SELECT * FROM rf WHERE name = 'rf_memory';
 
+-- An address a deny list refuses counts as a refusal, in rl_check as in
+-- rl_limit, on both stores: the lists decide before the store.
+SELECT rl_define('rf_deny', 'token bucket', 1, '1 day');
+SELECT rl_define('rf_deny_m', 'token bucket', 1, '1 day', storage => 'memory');
+SELECT rl_deny(name, '10.6.0.0/16') FROM (VALUES ('rf_deny'), ('rf_deny_m')) v(name);
+SELECT ok FROM rl_check('rf_deny', '10.6.1.2'::inet);
+SELECT ok FROM rl_check('rf_deny_m', '10.6.1.2'::inet);
+SELECT ok FROM rl_limit('rf_deny', '10.6.1.3'::inet);
+SELECT * FROM rf WHERE name IN ('rf_deny', 'rf_deny_m');
+SELECT name, check_refused, refused FROM rl_stats
+WHERE datname = current_database() AND name IN ('rf_deny', 'rf_deny_m')
+ORDER BY name;
+
 -- In rl_limit_all, only the limit that refused counts.
 SELECT ok FROM rl_limit_all(ARRAY['rf_rank', 'rf_memory'], ARRAY['c', 'n2'], ARRAY[1, 1]);
 SELECT name, key, refusals FROM rf WHERE key IN ('c', 'n2');
@@ -112,5 +125,33 @@ RESET ROLE;
 SELECT rl_revoke_admin('rf_reader');
 DROP ROLE rf_reader;
 
-SELECT rl_undefine(name) FROM (VALUES ('rf_rank'), ('rf_block'), ('rf_memory'), ('rf_many')) v(name);
+SELECT rl_undefine(name) FROM (VALUES ('rf_rank'), ('rf_block'), ('rf_memory'), ('rf_many'), ('rf_deny'), ('rf_deny_m')) v(name);
+
+-- Keys are a database's data: the view shows this database's rows only,
+-- whoever reads it.  Another database's keys, in its own encoding, are
+-- shown there, whole.
+\set rf_db :DBNAME
+CREATE DATABASE rf_latin1 ENCODING 'LATIN1' TEMPLATE template0 LOCALE 'C';
+\c rf_latin1
+SET client_encoding = 'UTF8';
+SET ratelimit.now_override = '2026-03-01 05:00:00+00';
+CREATE EXTENSION ratelimit;
+SELECT rl_define('rf_enc', 'token bucket', 1, '1 day');
+SELECT ok FROM rl_limit('rf_enc', 'josé'), rl_limit('rf_enc', 'josé') AS x(ok2);
+SELECT key = 'josé' AS same, octet_length(key), refusals,
+       datname = current_database() AS here
+FROM rl_refused WHERE name = 'rf_enc';
+\c :rf_db
+SET ratelimit.now_override = '2026-03-01 05:00:00+00';
+SELECT count(*) FROM rl_refused WHERE name = 'rf_enc';
+SELECT count(*) FROM rl_refused
+WHERE dbid <> (SELECT oid FROM pg_database WHERE datname = current_database());
+CREATE ROLE rf_reader;
+SELECT rl_grant_admin('rf_reader');
+SET ROLE rf_reader;
+SELECT count(*) FROM rl_refused WHERE name = 'rf_enc';
+RESET ROLE;
+SELECT rl_revoke_admin('rf_reader');
+DROP ROLE rf_reader;
+DROP DATABASE rf_latin1;
 RESET ratelimit.now_override;

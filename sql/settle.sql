@@ -207,6 +207,98 @@ SELECT lim, admitted, value = held - spent AS exact,
 		WHERE l.lim = s.lim AND l.after = -50) AS keys_at_bound
 FROM ledger_sum s ORDER BY lim;
 
+-- A return never lifts a block (rl_block, block_for): while the key is
+-- blocked it gives nothing back, and the block ends with the key as the
+-- block left it.  A charge still counts.
+SET ratelimit.now_override = '2026-01-03 00:00:00+00';
+SELECT rl_define('settle_blk_t', 'token bucket', 10, '10 seconds');
+SELECT rl_define('settle_blk_m', 'token bucket', 10, '10 seconds',
+	storage => 'memory');
+SELECT rl_define('settle_blk_s', 'token bucket', 10, '10 seconds', shards => 2);
+SELECT ok FROM rl_limit('settle_blk_t', 'k', 10);
+SELECT ok FROM rl_limit('settle_blk_m', 'k', 10);
+SELECT ok FROM rl_limit('settle_blk_s', 'k', 4);
+SELECT rl_block('settle_blk_t', 'k', '1 hour');
+SELECT rl_block('settle_blk_m', 'k', '1 hour');
+SELECT rl_block('settle_blk_s', 'k', '1 hour');
+SELECT * FROM rl_settle('settle_blk_t', 'k', 10, 0);
+SELECT * FROM rl_settle('settle_blk_m', 'k', 10, 0);
+SELECT * FROM rl_settle('settle_blk_s', 'k', 4, 0);
+SELECT ok, retry_after FROM rl_limit('settle_blk_t', 'k', 10);
+SELECT ok, retry_after FROM rl_limit('settle_blk_m', 'k', 10);
+SELECT ok, retry_after FROM rl_limit('settle_blk_s', 'k', 1);
+-- a charge during the block is taken (0 - 5 = -5: 5 s more)
+SELECT * FROM rl_settle('settle_blk_t', 'k', 0, 5);
+SELECT * FROM rl_settle('settle_blk_m', 'k', 0, 5);
+SELECT ok, retry_after FROM rl_check('settle_blk_t', 'k', 1);
+SELECT ok, retry_after FROM rl_check('settle_blk_m', 'k', 1);
+-- after the block a return is given as before
+SET ratelimit.now_override = '2026-01-03 01:00:08+00';
+SELECT * FROM rl_settle('settle_blk_t', 'k', 4, 0);
+SELECT * FROM rl_settle('settle_blk_m', 'k', 4, 0);
+SELECT value FROM rl_value('settle_blk_m', 'k');
+-- block_for: the refusal blocks the key; a settlement that follows keeps
+-- the block
+SET ratelimit.now_override = '2026-01-03 00:00:00+00';
+SELECT rl_define('settle_bf_t', 'token bucket', 10, '10 seconds',
+	block_for => '1 hour');
+SELECT rl_define('settle_bf_m', 'token bucket', 10, '10 seconds',
+	block_for => '1 hour', storage => 'memory');
+SELECT ok FROM rl_limit('settle_bf_t', 'k', 10);
+SELECT ok FROM rl_limit('settle_bf_m', 'k', 10);
+SELECT ok, retry_after FROM rl_limit('settle_bf_t', 'k', 1);
+SELECT ok, retry_after FROM rl_limit('settle_bf_m', 'k', 1);
+SELECT value FROM rl_settle('settle_bf_t', 'k', 10, 0);
+SELECT value FROM rl_settle('settle_bf_m', 'k', 10, 0);
+SELECT ok, retry_after FROM rl_limit('settle_bf_t', 'k', 1);
+SELECT ok, retry_after FROM rl_limit('settle_bf_m', 'k', 1);
+
+-- An address the allow list admits took nothing: its settlement changes
+-- nothing, charge or return (unsettled 0).  Other addresses are settled.
+SELECT rl_define('settle_al_t', 'token bucket', 10, '1 hour', max_debt => 5);
+SELECT rl_define('settle_al_m', 'token bucket', 10, '1 hour', max_debt => 5,
+	storage => 'memory');
+SELECT rl_allow('settle_al_t', '10.0.0.0/8');
+SELECT rl_allow('settle_al_m', '10.0.0.0/8');
+SELECT ok, granted, remaining FROM rl_limit('settle_al_t', '10.1.2.3'::inet, 10);
+SELECT ok, granted, remaining FROM rl_limit('settle_al_m', '10.1.2.3'::inet, 10);
+SELECT * FROM rl_settle('settle_al_t', '10.1.2.3'::inet, 10, 30);
+SELECT * FROM rl_settle('settle_al_m', '10.1.2.3'::inet, 10, 30);
+SELECT * FROM rl_settle('settle_al_t', '10.1.2.3'::inet, 10, 0);
+SELECT * FROM rl_settle('settle_al_m', '10.1.2.3'::inet, 10, 0);
+SELECT * FROM rl_settle('settle_al_t', '192.0.2.1'::inet, 10, 30);
+SELECT * FROM rl_settle('settle_al_m', '192.0.2.1'::inet, 10, 30);
+SELECT rl_unlist('settle_al_t', '10.0.0.0/8');
+SELECT rl_unlist('settle_al_m', '10.0.0.0/8');
+SELECT ok, remaining FROM rl_limit('settle_al_t', '10.1.2.3'::inet, 1);
+SELECT ok, remaining FROM rl_limit('settle_al_m', '10.1.2.3'::inet, 1);
+
+-- Two calls settled in one transaction (a batch worker): the first cost
+-- nothing (its 10 come back), the second 50 on an estimate of 10.  The
+-- charge counts the transaction's own return on both stores: 20 - 50 is
+-- -30, bounded at -20, 10 unsettled.
+SELECT rl_define('settle_own_t', 'token bucket', 20, '1 hour', max_debt => 20);
+SELECT rl_define('settle_own_m', 'token bucket', 20, '1 hour', max_debt => 20,
+	storage => 'memory');
+BEGIN;
+SELECT ok FROM rl_limit('settle_own_t', 'k', 10);
+SELECT value, unsettled FROM rl_settle('settle_own_t', 'k', 10, 0);
+SELECT ok FROM rl_limit('settle_own_t', 'k', 10);
+SELECT value, unsettled FROM rl_settle('settle_own_t', 'k', 10, 50);
+SELECT ok FROM rl_limit('settle_own_m', 'k', 10);
+SELECT value, unsettled FROM rl_settle('settle_own_m', 'k', 10, 0);
+SELECT ok FROM rl_limit('settle_own_m', 'k', 10);
+SELECT value, unsettled FROM rl_settle('settle_own_m', 'k', 10, 50);
+COMMIT;
+SELECT value FROM rl_value('settle_own_t', 'k');
+SELECT value FROM rl_value('settle_own_m', 'k');
+
+-- rl_penalize is the operator's: it takes without a check, past
+-- -max_debt too; a charge stops there
+SELECT rl_define('settle_pen', 'token bucket', 10, '1 hour', max_debt => 5);
+SELECT value FROM rl_penalize('settle_pen', 'k', 100);
+SELECT value, unsettled FROM rl_settle('settle_pen', 'k2', 0, 100);
+
 -- rl_settle is the application's, like rl_refund
 SELECT grant_set FROM rl_grant_sets WHERE object = 'rl_settle';
 

@@ -13,6 +13,8 @@
 
 #include "datatype/timestamp.h"
 
+#include "algebra.h"
+
 struct RlTarget;
 
 /* One entry of rl_access whose network holds an address. */
@@ -32,7 +34,10 @@ typedef enum RlAccess
 } RlAccess;
 
 extern text *rl_inet_key(Datum inet);
+extern Datum rl_access_net(Datum net);
 extern void rl_target_address(struct RlTarget *target);
+extern void rl_target_readdress(struct RlTarget *target,
+								const RlPolicy *current);
 extern RlAccess rl_access_of(struct RlTarget *target, TimestampTz now,
 							 bool *has_until, TimestampTz *until);
 

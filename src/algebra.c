@@ -1255,8 +1255,9 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
  * shards it holds let a call take now when that is less, in whole tokens
  * when count is whole.  When that is nothing, min(count, 1): a call the
  * state refuses, whose retry_after is the time until one token (or the
- * whole count, when less) is there.  Never a reservation, never a debt:
- * rl_decide grants exactly what it takes, by the same comparison.
+ * whole count, when less) is there.  Never a reservation, never a debt
+ * (rl_decide_held decides it without max_debt): rl_decide grants exactly
+ * what it takes, by the same comparison.
  * states[i] is NULL for a shard with no stored state (full).
  */
 double

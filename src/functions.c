@@ -939,7 +939,7 @@ list_network(FunctionCallInfo fcinfo, const char *action, const char *cmdname)
 	rl_storage_begin_writing(cache->nspid, cmdname);
 	listable(name);
 	values[0] = PointerGetDatum(name);
-	values[1] = PG_GETARG_DATUM(1);
+	values[1] = rl_access_net(PG_GETARG_DATUM(1));
 	values[2] = CStringGetTextDatum(action);
 	for (int i = 2; i <= 3; i++)
 	{
@@ -975,7 +975,7 @@ rl_unlist(PG_FUNCTION_ARGS)
 
 	rl_storage_begin_writing(cache->nspid, "rl_unlist()");
 	listable(name);
-	found = rl_storage_delete_access(name, PG_GETARG_DATUM(1));
+	found = rl_storage_delete_access(name, rl_access_net(PG_GETARG_DATUM(1)));
 	rl_storage_end();
 	PG_RETURN_BOOL(found);
 }

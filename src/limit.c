@@ -42,7 +42,7 @@ apply_shadow(const RlTarget *target, double count, RlAnswer *answer)
 {
 	answer->shadowed = false;
 	answer->blocked = false;
-	if (answer->ok || !target->policy.shadow)
+	if (answer->ok || !target->policy.shadow || target->denied)
 		return;
 	answer->ok = true;
 	answer->shadowed = true;
@@ -66,7 +66,7 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 	RlDecision	d;
 	bool		blocked = true;
 
-	if (answer->ok || target->policy.block_for <= 0)
+	if (answer->ok || target->policy.block_for <= 0 || target->denied)
 		return;
 	/* now read after the state, which current brought forward to its now */
 	state = target->store->current(target);
@@ -135,6 +135,19 @@ count_answer(const RlTarget *target, RlStatsCall *call,
 static bool listed(RlTarget *target, double count, RlAnswer *answer);
 
 /*
+ * What the limit's lists say of the target's address at now: none for a
+ * key that is no address, or a limit without lists.
+ */
+static inline RlAccess
+target_access(RlTarget *target, TimestampTz now, bool *has_until,
+			  TimestampTz *until)
+{
+	if (target->address == NULL || !target->policy.access_lists)
+		return RL_ACCESS_NONE;
+	return rl_access_of(target, now, has_until, until);
+}
+
+/*
  * consume_counted's decision: the lists (listed), or the state; true when
  * the lists decided, taking nothing.
  */
@@ -186,7 +199,7 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 	}
 	PG_END_TRY();
 	if (final || answer->ok)
-		count_answer(target, callp, answer, !by_lists);
+		count_answer(target, callp, answer, !by_lists && !target->allowed);
 	else
 		rl_stats_attribute(NULL);
 }
@@ -211,7 +224,7 @@ listed(RlTarget *target, double count, RlAnswer *answer)
 	if (target->address == NULL || !target->policy.access_lists)
 		return false;
 	now = rl_clock_now();
-	access = rl_access_of(target, now, &has_until, &until);
+	access = target_access(target, now, &has_until, &until);
 	if (access == RL_ACCESS_NONE)
 		return false;
 	if (access == RL_ACCESS_ALLOW)
@@ -243,8 +256,7 @@ rl_target_listed(RlTarget *target)
 	TimestampTz until;
 	bool		has_until;
 
-	return target->address != NULL && target->policy.access_lists &&
-		rl_access_of(target, rl_clock_now(), &has_until, &until) !=
+	return target_access(target, rl_clock_now(), &has_until, &until) !=
 		RL_ACCESS_NONE;
 }
 
@@ -262,12 +274,30 @@ rl_consume(RlTarget *target, double count, bool reserve, bool blocks,
 }
 
 /*
+ * Count a refused rl_check: apart from the consuming calls, in
+ * rl_stats.check_refused, and its key in rl_refused.
+ */
+static void
+count_check_refusal(const RlTarget *target, bool blocked)
+{
+	RlStatsCall call = {{0}};
+
+	if (!rl_stats_tracking())
+		return;
+	call.values[RL_STAT_check_refused] = 1;
+	call.values[RL_STAT_blocks] = blocked;
+	rl_stats_record(target->label, &call, RL_STATS_CHECKED, rl_clock_now());
+	rl_refused_record(target->label, target->key, target->key_is_null, 1,
+					  blocked);
+}
+
+/*
  * rl_check: what rl_consume would answer, taking nothing.  A refusal of a
  * limit with block_for blocks the key, as a refused consuming call does:
  * in the check-then-consume pattern the attempt a check refuses is the
  * offence.  Not when blocks is false (as rl_consume), nor in a read-only
  * transaction whose limit's store writes a table, which the check only
- * answers.
+ * answers.  A check the deny list refuses counts as any refused check.
  */
 void
 rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
@@ -276,31 +306,15 @@ rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
 	rl_target_check_count(target, count, reserve);
 	if (listed(target, count, answer))
 	{
-		if (!answer->ok && rl_stats_tracking())
-		{
-			RlStatsCall call = {{0}};
-
-			call.values[RL_STAT_check_refused] = 1;
-			rl_stats_record(target->label, &call, RL_STATS_CHECKED,
-							rl_clock_now());
-		}
+		if (!answer->ok)
+			count_check_refusal(target, false);
 		return;
 	}
 	rl_peek(target, count, reserve, answer);
 	if (blocks && !(XactReadOnly && target->store->writes_table))
 		apply_block(target, count, reserve, answer);
-	if (!answer->ok && rl_stats_tracking())
-	{
-		RlStatsCall call = {{0}};
-
-		/* counted apart from the consuming calls: rl_stats.check_refused */
-		call.values[RL_STAT_check_refused] = 1;
-		call.values[RL_STAT_blocks] = answer->blocked;
-		rl_stats_record(target->label, &call, RL_STATS_CHECKED,
-						rl_clock_now());
-		rl_refused_record(target->label, target->key, target->key_is_null,
-						  1, answer->blocked);
-	}
+	if (!answer->ok)
+		count_check_refusal(target, answer->blocked);
 }
 
 /*
@@ -629,7 +643,8 @@ consume_all(AllCall *call)
 	for (int i = 0; i < n && call->calls; i++)
 		if (call->first[i] == i)
 			count_answer(&call->targets[i], &call->calls[i],
-						 &call->answers[i], refused < 0 && !call->listed[i]);
+						 &call->answers[i], refused < 0 && !call->listed[i] &&
+						 !call->targets[i].allowed);
 	return refused;
 }
 
@@ -688,8 +703,10 @@ adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
  * difference is taken (a charge: below zero too, never past -max_debt)
  * or given back (a refund: never above capacity), in one step under the
  * key's lock, in the caller's transaction.  *unsettled receives what a
- * charge could not take at the bound of max_debt (0 otherwise).  Returns
- * the key's state as rl_value would then report it.
+ * charge could not take at the bound of max_debt (0 otherwise).  A return
+ * gives nothing while the key is blocked (rl_adjust_state), and an address
+ * the allow list admits took nothing, so its settlement changes nothing.
+ * Returns the key's state as rl_value would then report it.
  */
 RlState
 rl_settle_key(RlTarget *target, double estimated, double actual,
@@ -698,8 +715,13 @@ rl_settle_key(RlTarget *target, double estimated, double actual,
 	double		difference = actual - estimated;
 	double		charged = 0;
 	RlState		state;
+	TimestampTz until;
+	bool		has_until;
 
 	*unsettled = 0;
+	if (target_access(target, rl_clock_now(), &has_until, &until) ==
+		RL_ACCESS_ALLOW)
+		return rl_current(target);
 	if (difference > 0)
 	{
 		state = target->store->adjust(target, RL_ADJUST_CHARGE, difference,
@@ -708,7 +730,7 @@ rl_settle_key(RlTarget *target, double estimated, double actual,
 			*unsettled = difference - charged;
 	}
 	else if (difference < 0)
-		state = adjust_key(target, RL_ADJUST_REFUND, -difference, 0, NULL);
+		state = adjust_key(target, RL_ADJUST_RETURN, -difference, 0, NULL);
 	else
 		state = rl_current(target);
 	return state;

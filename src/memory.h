@@ -58,6 +58,7 @@ extern void rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy,
 typedef enum RlMemoryLater
 {
 	RL_MEMORY_REFUND,			/* give amount back */
+	RL_MEMORY_RETURN,			/* the same, unless then blocked (rl_settle) */
 	RL_MEMORY_BLOCK,			/* block for duration */
 	RL_MEMORY_BLOCK_UNBLOCKED,	/* the same, unless then blocked already
 								 * (block_for: a block is not lengthened) */

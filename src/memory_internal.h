@@ -139,7 +139,8 @@ typedef struct MemChange
 	bool		dropped;		/* CHANGE_NAME: the definition is gone */
 	bool		every_name;		/* CHANGE_NAME: every name (TRUNCATE) */
 	bool		space_gone;		/* CHANGE_NAME: the extension dropped */
-	bool		unblocked_only; /* CHANGE_BLOCK: skipped if then blocked */
+	bool		unblocked_only; /* CHANGE_BLOCK, CHANGE_REFUND: skipped if
+								 * then blocked */
 	bool		pinned;			/* CHANGE_RESET: its entry pinned */
 	int64		origin;
 	TimestampTz at;				/* when taken */

@@ -178,7 +178,8 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 					int64 duration, uint64 epoch)
 {
 	MemShared  *s = mem_store();
-	MemChangeKind kind = what == RL_MEMORY_REFUND ? CHANGE_REFUND :
+	MemChangeKind kind = (what == RL_MEMORY_REFUND ||
+						  what == RL_MEMORY_RETURN) ? CHANGE_REFUND :
 		what == RL_MEMORY_RESET ? CHANGE_RESET : CHANGE_BLOCK;
 
 	(void) mem_next_change();
@@ -217,7 +218,8 @@ rl_memory_at_commit(const RlMemoryKey *k, const RlPolicy *policy,
 	}
 	add_change(kind, k, policy, origin, rl_clock_now(), amount, duration,
 			   epoch);
-	mem_changes[mem_nchanges - 1].unblocked_only = what == RL_MEMORY_BLOCK_UNBLOCKED;
+	mem_changes[mem_nchanges - 1].unblocked_only =
+		what == RL_MEMORY_BLOCK_UNBLOCKED || what == RL_MEMORY_RETURN;
 	mem_changes[mem_nchanges - 1].pinned = kind == CHANGE_RESET && s->empty_since != 0;
 
 }
@@ -350,6 +352,10 @@ finish_change(const MemChange *c, bool commit, TimestampTz now)
 		case CHANGE_REFUND:
 			e->holders--;
 			if (!commit)
+				break;
+			/* a settlement's return never lifts a block (rl_adjust_state) */
+			if (c->unblocked_only &&
+				rl_state_is_blocked(&c->policy, c->origin, e->committed, now))
 				break;
 			if (!policy_in_force(s, e, c->epoch))
 			{

@@ -23,11 +23,14 @@
  * absent from one adds that generation's bound to its error) and shows
  * the top_k largest counts per name, so a key that stopped offending drops
  * out after at most two windows.  A clock that goes back (a pinned
- * ratelimit.now_override) keeps counting in the current window.
+ * ratelimit.now_override) keeps counting in the current window; one ahead
+ * of the real clock turns the windows no further than the real clock.
  *
- * At most ratelimit.refused_max_names names per generation: refusals of a
- * further name are not counted here until a window turns (rl_stats still
- * counts them); the server log says so once per window.
+ * At most ratelimit.refused_max_names names per generation, of all
+ * databases together: refusals of a further name are not counted here
+ * until a window turns (rl_stats still counts them); the server log says
+ * so once per window.  The view shows the names of the reader's database
+ * only: keys are that database's data, in its encoding.
  *
  * Only a refused call, or a block that starts, comes here (limit.c's
  * count_answer and rl_check_call): a granted call costs nothing, not even
@@ -36,10 +39,11 @@
  * 17 and later, the DSM registry; 15 and 16 not preloaded, nowhere.
  *
  * Locking.  One LWLock guards both generations.  A refusal takes it
- * exclusively to find its name and key and count; rl_refused_rows takes it
- * exclusively to turn the window and copy the generations out, then
- * ranks them without it.  Nothing else is waited for under it: no
- * allocation, no I/O, no other lock.
+ * exclusively to find its name and key and count.  rl_refused_rows takes
+ * it exclusively to turn the window, then shared once per name of its
+ * database, to copy that name's counters in both generations (at most
+ * 2 * top_k), and ranks them without it.  Nothing else is waited for under
+ * it: no allocation, no I/O, no other lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -161,7 +165,7 @@ gen_at(char *base, RefusedShared *s, int i)
 	return (RefusedGen *) (base + i * s->gen_bytes);
 }
 
-/* The first generation of the area (or of a copy of its generations). */
+/* The first generation of the area. */
 static char *
 gens_of(RefusedShared *s)
 {
@@ -291,9 +295,23 @@ gen_clear(RefusedShared *s, int i)
 }
 
 /*
- * Move to the window now falls in (the lock held exclusively): the next
- * window makes the current generation the previous one; a later one, or
- * a new window length, empties both; an earlier one changes nothing.
+ * The clock the windows turn by: the limiter's, but no later than the real
+ * clock.  A session whose ratelimit.now_override is in the future would
+ * otherwise move the windows there, and every other session's refusals
+ * would count in that window until the real clock reached it; read, it
+ * would empty both.  Read before the lock is taken.
+ */
+static TimestampTz
+window_clock(TimestampTz now)
+{
+	return Min(now, GetCurrentTimestamp());
+}
+
+/*
+ * Move to the window now (a window_clock) falls in (the lock held
+ * exclusively): the next window makes the current generation the previous
+ * one; a later one, or a new window length, empties both; an earlier one
+ * changes nothing.
  */
 static void
 turn_window(RefusedShared *s, TimestampTz now)
@@ -410,6 +428,7 @@ rl_refused_record(text *name, text *key, bool key_is_null, int refusals,
 	uint32		hash;
 	uint32		khash;
 	TimestampTz now;
+	TimestampTz turn_at;
 	RefusedGen *g;
 	RefusedName *n;
 	bool		log_full = false;
@@ -419,9 +438,10 @@ rl_refused_record(text *name, text *key, bool key_is_null, int refusals,
 	hash = name_hash(MyDatabaseId, data, len);
 	khash = hash_bytes((const unsigned char *) kdata, Max(klen, 0));
 	now = rl_clock_now();
+	turn_at = window_clock(now);
 
 	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
-	turn_window(s, now);
+	turn_window(s, turn_at);
 	g = gen_at(gens_of(s), s, s->cur);
 	n = find_name(s, g, MyDatabaseId, data, len, hash);
 	if (n == NULL && g->used < s->max_names)
@@ -627,19 +647,65 @@ put_rows(ReturnSetInfo *rsinfo, const RefusedName *n, RefusedRow *rows,
 }
 
 /*
- * rl_refused_rows(): per (database, name), the top_k keys over both
- * windows, largest count first.
+ * Copy the next name of this database at or after *next in the current
+ * generation (prev false), or in the previous one and not in the current
+ * (prev true), with its sketch in the other generation, into copies (0:
+ * the current generation's, 1: the previous one's; NULL when the name has
+ * none there).  Takes the lock shared, for one name: a refusal waits for
+ * at most one name's copy.  False when no name is left, or when the
+ * window the reader turned to (turned_to) has turned since.
+ */
+static bool
+copy_next_name(RefusedShared *s, bool prev, int32 *next, int64 turned_to,
+			   RefusedName *bufs[2], RefusedName *copies[2])
+{
+	bool		found = false;
+
+	LWLockAcquire(&s->lock, LW_SHARED);
+	if (s->started && s->cur_window == turned_to)
+	{
+		RefusedGen *g = gen_at(gens_of(s), s, s->cur ^ prev);
+		RefusedGen *other = gen_at(gens_of(s), s, s->cur ^ !prev);
+
+		while (!found && *next < g->used)
+		{
+			RefusedName *n = name_at(s, g, (*next)++);
+			RefusedName *o;
+
+			if (n->dbid != MyDatabaseId)
+				continue;
+			o = find_name(s, other, n->dbid, n->name, n->name_len, n->hash);
+			if (prev && o != NULL)
+				continue;		/* listed with the current generation's */
+			found = true;
+			copies[prev] = bufs[prev];
+			copies[!prev] = o != NULL ? bufs[!prev] : NULL;
+			memcpy(copies[prev], n, MAXALIGN(sizeof(RefusedName)) +
+				   n->nkeys * sizeof(RefusedKey));
+			if (o != NULL)
+				memcpy(copies[!prev], o, MAXALIGN(sizeof(RefusedName)) +
+					   o->nkeys * sizeof(RefusedKey));
+		}
+	}
+	LWLockRelease(&s->lock);
+	return found;
+}
+
+/*
+ * rl_refused_rows(): per name of this database, the top_k keys over both
+ * windows, largest count first.  Keys are a database's data, in its
+ * encoding: another database's are not shown.
  */
 Datum
 rl_refused_rows(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	RefusedShared *s = refused_table();
-	RefusedShared copy;
-	char	   *gens;
-	RefusedGen *cur;
-	RefusedGen *prev;
+	RefusedName *bufs[2];
+	RefusedName *copies[2];
 	RefusedRow *rows;
+	TimestampTz turn_at;
+	int64		turned_to;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (s == NULL)
@@ -647,39 +713,29 @@ rl_refused_rows(PG_FUNCTION_ARGS)
 		rl_stats_notice_unavailable();
 		return (Datum) 0;
 	}
-	gens = palloc(mul_size(s->gen_bytes, 2));
+	/* the shape is fixed when the area is made */
+	bufs[0] = palloc(s->name_bytes);
+	bufs[1] = palloc(s->name_bytes);
 	rows = palloc(sizeof(RefusedRow) * 2 * s->top_k);
+	turn_at = window_clock(rl_clock_now());
 
-	/* copied out, to rank without the lock */
 	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
-	turn_window(s, rl_clock_now());
-	copy = *s;
-	if (s->started)
-		memcpy(gens, gens_of(s), s->gen_bytes * 2);
+	turn_window(s, turn_at);
+	turned_to = s->cur_window;
 	LWLockRelease(&s->lock);
-	if (!copy.started)
-		return (Datum) 0;
 
-	cur = gen_at(gens, &copy, copy.cur);
-	prev = gen_at(gens, &copy, copy.cur ^ 1);
-	for (int32 i = 0; i < cur->used; i++)
+	/* the names refused in the current window, then the others */
+	for (int prev = 0; prev < 2; prev++)
 	{
-		RefusedName *n = name_at(&copy, cur, i);
-		RefusedName *p = find_name(&copy, prev, n->dbid, n->name, n->name_len,
-								   n->hash);
-		int			nrows = add_rows(rows, 0, n, p, true);
+		int32		next = 0;
 
-		nrows = add_rows(rows, nrows, p, n, false);
-		put_rows(rsinfo, n, rows, nrows, copy.top_k);
-	}
-	for (int32 i = 0; i < prev->used; i++)
-	{
-		RefusedName *p = name_at(&copy, prev, i);
+		while (copy_next_name(s, prev, &next, turned_to, bufs, copies))
+		{
+			int			nrows = add_rows(rows, 0, copies[0], copies[1], true);
 
-		if (find_name(&copy, cur, p->dbid, p->name, p->name_len, p->hash))
-			continue;
-		put_rows(rsinfo, p, rows, add_rows(rows, 0, p, NULL, true),
-				 copy.top_k);
+			nrows = add_rows(rows, nrows, copies[1], copies[0], false);
+			put_rows(rsinfo, copies[prev], rows, nrows, s->top_k);
+		}
 	}
 	return (Datum) 0;
 }

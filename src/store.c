@@ -90,14 +90,38 @@ rl_decide_held(const RlTarget *target, const RlHeld *held, double count,
 	RlPolicy	policy = rl_target_row_policy(target);
 	const RlState *states[2];
 
+	/* a deny found once the call held its state: refused, as limit.c's */
+	if (target->denied)
+	{
+		memset(answer, 0, sizeof(*answer));
+		answer->has_retry = target->deny_has_until;
+		answer->retry_after = target->deny_has_until ?
+			Max(target->deny_until - held->now, 1) : 0;
+		return;
+	}
 	for (int i = 0; i < held->n; i++)
 		states[i] = held->stored[i] ? &held->state[i] : NULL;
-	if (target->partial)
+	if (target->partial && !target->allowed)
+	{
 		count = rl_partial_count(&policy, target->origin, held->n, states,
 								 held->now, count);
+		/* never a debt: refused until the tokens are held (one, or count) */
+		policy.has_max_debt = false;
+	}
 	rl_check_status(rl_decide_shards(&policy, target->origin, held->n, states,
-									 held->now, count, reserve, answer),
+									 held->now, target->allowed ? 0 : count,
+									 !target->allowed && reserve, answer),
 					held->now);
+	/* an allow found then: granted, taking nothing */
+	if (target->allowed)
+	{
+		answer->ok = true;
+		answer->has_retry = false;
+		answer->retry_after = 0;
+		answer->write[0] = answer->write[1] = false;
+		answer->granted = count;
+		return;
+	}
 	answer->granted = answer->ok ? count : 0;
 	for (int i = 0; i < held->n; i++)
 		if (answer->write[i])
@@ -105,8 +129,8 @@ rl_decide_held(const RlTarget *target, const RlHeld *held, double count,
 }
 
 /*
- * One row's new state under a refund, penalty, block or charge; *charged
- * receives what a charge took (amount for the other kinds).
+ * One row's new state under a refund, penalty, block, charge or return;
+ * *charged receives what a charge took (amount for the other kinds).
  */
 void
 rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
@@ -130,6 +154,18 @@ rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
 		case RL_ADJUST_CHARGE:
 			status = rl_charge_state(policy, origin, state, now, amount, out,
 									 charged);
+			break;
+		case RL_ADJUST_RETURN:
+			status = rl_refund_state(policy, origin, state, now, amount, out);
+
+			/*
+			 * Routine settling never lifts a block: while the key is
+			 * blocked a return gives nothing, and the block ends with the
+			 * key as the block left it.
+			 */
+			if (status == RL_DECIDED && state != NULL &&
+				rl_state_is_blocked(policy, origin, *state, now))
+				status = rl_refund_state(policy, origin, state, now, 0, out);
 			break;
 	}
 	rl_check_status(status, now);

@@ -48,7 +48,8 @@ typedef enum RlAdjustment
 	RL_ADJUST_REFUND,
 	RL_ADJUST_PENALIZE,
 	RL_ADJUST_BLOCK,
-	RL_ADJUST_CHARGE			/* rl_settle's: a penalty max_debt bounds */
+	RL_ADJUST_CHARGE,			/* rl_settle's: a penalty max_debt bounds */
+	RL_ADJUST_RETURN			/* rl_settle's: a refund a block keeps out */
 } RlAdjustment;
 
 /*
@@ -108,9 +109,9 @@ typedef struct RlStoreOps
 	void		(*unlock) (void);
 
 	/*
-	 * rl_refund, rl_penalize, rl_block, rl_settle's charge; blocked: see
-	 * rl_adjust_key; charged (a charge): what it took.  Returns the key's
-	 * state as rl_value would then report it.
+	 * rl_refund, rl_penalize, rl_block, rl_settle's charge and return;
+	 * blocked: see rl_adjust_key; charged (a charge): what it took.
+	 * Returns the key's state as rl_value would then report it.
 	 */
 	RlState		(*adjust) (RlTarget *target, RlAdjustment kind, double amount,
 						   int64 duration, bool *blocked, double *charged);

@@ -212,9 +212,10 @@ memory_unlock(void)
 /*
  * rl_adjust on a memory limit (rl_adjust_key).  A penalty or a charge is a
  * take (at once, returned by a rollback) of what it decided under the
- * key's partition; a refund and a block change the key when the
- * transaction commits (memory.c), and the state returned is what they
- * would leave if nothing else happened first.
+ * key's partition, a charge counting this transaction's queued returns as
+ * the table store's row holds them; a refund, a return and a block change
+ * the key when the transaction commits (memory.c), and the state returned
+ * is what they would leave if nothing else happened first.
  */
 static RlState
 memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
@@ -232,6 +233,10 @@ memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		rl_memory_lock(&k, 1);
 		now = rl_clock_now();
 		rl_memory_get(&k, &target->policy, target->origin, now, &state);
+		/* a charge counts what this transaction's returns will give */
+		if (kind == RL_ADJUST_CHARGE)
+			state.value = fmin(state.value + rl_memory_own_refunds(&k),
+							   target->policy.capacity);
 		rl_adjust_state(&target->policy, target->origin, kind, &state, now, amount,
 				   0, &next, &took);
 		rl_memory_take(&k, &target->policy, target->origin, now, took,
@@ -264,13 +269,14 @@ memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		return next;
 	}
 	/* what this transaction's earlier refunds will give comes first */
-	if (kind == RL_ADJUST_REFUND)
+	if (kind == RL_ADJUST_REFUND || kind == RL_ADJUST_RETURN)
 		state.value = fmin(state.value + rl_memory_own_refunds(&k),
 						   target->policy.capacity);
 	rl_adjust_state(&target->policy, target->origin, kind, &state, now, amount,
 			   duration, &next, &took);
 	rl_memory_at_commit(&k, &target->policy, target->origin,
-						kind == RL_ADJUST_REFUND ? RL_MEMORY_REFUND : RL_MEMORY_BLOCK,
+						kind == RL_ADJUST_REFUND ? RL_MEMORY_REFUND :
+						kind == RL_ADJUST_RETURN ? RL_MEMORY_RETURN : RL_MEMORY_BLOCK,
 						amount, duration, target->epoch);
 	return next;
 }

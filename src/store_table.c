@@ -990,16 +990,16 @@ hold_every_shard(const RlTarget *target, RlState *states, ItemPointerData *tids)
 }
 
 /*
- * Refund, penalize, block or charge a key: hold its row (every shard of a
- * sharded limit), then compute each new state at a time read after the
- * locks and write them all, only once every one is known to be valid.  A
- * sharded refund is spread over the shards in equal parts, none above its
- * own capacity; a penalty or charge takes count / N from each shard
- * (*charged: the sum taken), and a block blocks each.  blocked: an automatic block (rl_adjust_key): a key that is
- * blocked once its row is held is left as it is (*blocked then receives
- * false, and true when the block was written), and the block lasts
- * block_for escalated by the key's offences (rl_escalated_block_for)
- * rather than duration.
+ * Refund, penalize, block, charge or return to a key: hold its row (every
+ * shard of a sharded limit), then compute each new state at a time read
+ * after the locks and write them all, only once every one is known to be
+ * valid.  A sharded refund or return is spread over the shards in equal
+ * parts, none above its own capacity; a penalty or charge takes count / N
+ * from each shard (*charged: the sum taken), and a block blocks each.
+ * blocked: an automatic block (rl_adjust_key): a key that is blocked once
+ * its row is held is left as it is (*blocked then receives false, and true
+ * when the block was written), and the block lasts block_for escalated by
+ * the key's offences (rl_escalated_block_for) rather than duration.
  */
 static RlState
 table_adjust(RlTarget *target, RlAdjustment kind, double amount,
@@ -1051,17 +1051,22 @@ table_adjust(RlTarget *target, RlAdjustment kind, double amount,
 			duration = rl_escalated_block_for(&policy, &states[0], now);
 	}
 
-	if (kind == RL_ADJUST_REFUND && nshards > 1)
+	if ((kind == RL_ADJUST_REFUND || kind == RL_ADJUST_RETURN) && nshards > 1)
 	{
 		double	   *values = palloc(sizeof(double) * nshards);
+		double		give = amount;
 
 		for (int s = 0; s < nshards; s++)
 		{
 			rl_adjust_state(&policy, target->origin, kind, &states[s], now, 0, 0,
 					   &next[s], &took);
 			values[s] = next[s].value;
+			/* a return gives nothing to a blocked key (rl_adjust_state) */
+			if (kind == RL_ADJUST_RETURN &&
+				rl_state_is_blocked(&policy, target->origin, states[s], now))
+				give = 0;
 		}
-		rl_refund_spread(policy.capacity, nshards, values, amount);
+		rl_refund_spread(policy.capacity, nshards, values, give);
 		for (int s = 0; s < nshards; s++)
 			next[s].value = values[s];
 	}

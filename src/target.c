@@ -47,6 +47,9 @@ rl_target_init(RlTarget *target, text *name, text *key)
 	target->address_prefix = 0;
 	target->denied = false;
 	target->partial = false;
+	target->allowed = false;
+	target->deny_has_until = false;
+	target->deny_until = 0;
 	target->key_is_null = key == NULL;
 	if (key == NULL)
 	{
@@ -254,6 +257,9 @@ rl_target_for_row(RlTarget *target, text *name, text *key,
 	target->address = NULL;
 	target->address_prefix = 0;
 	target->denied = false;
+	target->allowed = false;
+	target->deny_has_until = false;
+	target->deny_until = 0;
 	target->policy = *policy;
 	target->defined = true;
 	target->epoch = PG_UINT64_MAX;
@@ -271,7 +277,9 @@ rl_target_for_row(RlTarget *target, text *name, text *key,
  * longer exists, nor re-creates state for an undefined name; a changed
  * policy (the key's override's too) is adopted, unless its shard count
  * changed, which would change the rows the call should hold, or its
- * store (40001: retry).  The count is checked by rl_target_reread_count.
+ * store, or the key its address counts under (40001: retry); its lists
+ * are judged again (rl_target_readdress).  The count is checked by
+ * rl_target_reread_count.
  * store_may_change: the call holds nothing (rl_target_recheck), and takes
  * the store of the policy now in force.  new_epoch: the target takes the
  * epoch read before the policy, too.
@@ -309,15 +317,6 @@ reread(RlTarget *target, bool store_may_change, bool new_epoch)
 				 errdetail("Its shard count changed from %d to %d.",
 						   target->policy.shards, current.shards),
 				 errhint("Retry the transaction.")));
-	if (target->address != NULL &&
-		target->address_prefix != (strchr(text_to_cstring(target->address), ':') ?
-								   current.ipv6_prefix : current.ipv4_prefix))
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
-						text_to_cstring(target->label)),
-				 errdetail("The prefix its address keys count under changed."),
-				 errhint("Retry the transaction.")));
 	if (!store_may_change && rl_store_of(&current) != target->store)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -328,6 +327,7 @@ reread(RlTarget *target, bool store_may_change, bool new_epoch)
 				 errhint("Retry the transaction.")));
 	target->policy = current;
 	rl_target_require_rate(target);
+	rl_target_readdress(target, &current);
 	apply_override(target, false);
 	set_origin(target);
 	target->store = rl_store_of(&target->policy);

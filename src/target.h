@@ -39,6 +39,10 @@ typedef struct RlTarget
 	bool		denied;			/* refused by the deny list (limit.c) */
 	bool		partial;		/* rl_limit's partial: a call takes what the
 								 * key holds, up to its count */
+	bool		allowed;		/* granted by the allow list, found once
+								 * the call held its state (access.c) */
+	bool		deny_has_until; /* denied, found then: until when */
+	TimestampTz deny_until;
 } RlTarget;
 
 extern void rl_target_init(RlTarget *target, text *name, text *key);

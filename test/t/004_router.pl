@@ -195,6 +195,142 @@ is(on_each(q{SELECT coalesce(string_agg(kind || ':' || value, ','), '-') FROM rl
 	only_on(home('slide', 'k'), 'sliding window:0', '-'),
 	'the sliding window of key k is on its partition only');
 
+# The router's answers are the extension's: every rl_result column of a
+# call sequence through the router (a partial grant and a settlement
+# among them) equals that of the same sequence called on the key's
+# partition directly, for a table and a memory limit.
+for my $storage ('table', 'memory')
+{
+	my $name = "cols_$storage";
+	$proxy->safe_psql('postgres', qq{
+		SELECT count(*) FROM rl_define('$name', 'token bucket', 5, '1 day', storage => '$storage')});
+	my $calls = sub {
+		my ($key) = @_;
+		return qq{
+			SELECT * FROM rl_limit('$name', '$key', 2);
+			SELECT * FROM rl_limit('$name', '$key', 4);
+			SELECT * FROM rl_check('$name', '$key', 3);
+			SELECT * FROM rl_limit('$name', '$key', 4, partial => true);
+			SELECT * FROM rl_limit('$name', '$key');
+			SELECT * FROM rl_settle('$name', '$key', 3, 1);
+			SELECT * FROM rl_limit('$name', '$key', 3, partial => true);
+			SELECT * FROM rl_value('$name', '$key');};
+	};
+	my $routed = query($proxy, $calls->('k'));
+	my $part = $parts[ home($name, 'k') ];
+	my $direct = $part->safe_psql('postgres', $calls->('direct'));
+	is($routed, $direct,
+		"$storage: every column of rl_limit, rl_check (partial grants) and rl_settle through the router is the partition's");
+	like($routed, qr/^t\|\|3\|09:36:00\|5\|t\|\|34560000\|2$/m,
+		"$storage: the router's answers carry rl_result's nine columns");
+	is(on_each(qq{SELECT value FROM rl_value('$name', 'k')}),
+		only_on(home($name, 'k'), '0', '5'),
+		"$storage: the partial grants and the settlement act on the key's partition only");
+}
+is(query($proxy, q{
+	SELECT * FROM rl_settle('inline_settle', 7, 1, 3, rl_token_bucket(5, '1 day'))}),
+	$parts[ home('inline_settle', '7') ]->safe_psql('postgres', q{
+	SELECT * FROM rl_settle('inline_settle', 'seven', 1, 3, rl_token_bucket(5, '1 day'))}),
+	'rl_settle with an integer key and an inline policy through the router');
+like(query($proxy, q{
+	SELECT * FROM rl_limit('cols_table', 'k', 2, reserve => true, partial => true)}),
+	qr/^ERROR: .*partial and reserve cannot be combined/s,
+	"a partial call with reserve fails through the router, with the partition's error");
+
+# rl_define takes the extension's max_debt: a settlement through the
+# router goes below zero down to it, as on the partition.  A prefix is
+# refused: the router would spread one network over partitions.
+is(query($proxy, q{
+	SELECT count(*) FROM rl_define('debt', 'token bucket', 5, '1 day', max_debt => 10)}),
+	$nparts, 'rl_define with max_debt answers once per partition');
+is(on_each(q{SELECT max_debt FROM rl_definitions WHERE name = 'debt'}),
+	join(' | ', ('10') x $nparts), 'every partition has the max_debt');
+my $debt_calls = sub {
+	my ($key) = @_;
+	return qq{
+		SELECT * FROM rl_limit('debt', '$key', 4);
+		SELECT * FROM rl_settle('debt', '$key', 4, 12);
+		SELECT * FROM rl_settle('debt', '$key', 1, 5);
+		SELECT * FROM rl_limit('debt', '$key');};
+};
+is(query($proxy, $debt_calls->('k')),
+	$parts[ home('debt', 'k') ]->safe_psql('postgres', $debt_calls->('direct')),
+	'a settlement into debt through the router answers as on the partition');
+like(query($proxy, q{SELECT unsettled FROM rl_settle('debt', 'k', 0, 3)}),
+	qr/^3$/, 'at -max_debt, the whole charge is unsettled through the router');
+like(query($proxy, q{
+	SELECT count(*) FROM rl_define('net24', 'token bucket', 5, '1 day', ipv4_prefix => 24)}),
+	qr/^ERROR: .*ipv4_prefix/s, 'rl_define with ipv4_prefix is refused through the router');
+is(on_each(q{SELECT count(*) FROM rl_definitions WHERE name = 'net24'}),
+	join(' | ', ('0') x $nparts), 'and no partition has the definition');
+
+# inet keys route by the text the extension stores them as, the host
+# address: an inet key and the same address as text are one key, on one
+# partition, and the addresses spread over the partitions.
+$proxy->safe_psql('postgres', q{
+	SELECT count(*) FROM rl_define('net', 'token bucket', 3, '1 day')});
+is(query($proxy, q{
+	SELECT ok FROM rl_limit('net', '10.1.2.3'::inet);
+	SELECT ok FROM rl_limit('net', '10.1.2.3'::text);
+	SELECT ok FROM rl_limit('net', '10.1.2.3'::inet);
+	SELECT ok FROM rl_limit('net', '10.1.2.3'::text);
+	SELECT ok FROM rl_check('net', '10.1.2.3'::inet);}),
+	"t\nt\nt\nf\nf", 'an inet key and its text are one key through the router');
+is(on_each(q{SELECT value FROM rl_value('net', '10.1.2.3')}),
+	only_on(home('net', '10.1.2.3'), '0', '3'),
+	'the inet key is counted on its partition only');
+is(query($proxy, q{
+	SELECT * FROM rl_settle('net', '10.1.2.3'::inet, 3, 1);
+	SELECT value FROM rl_value('net', '10.1.2.3'::inet);
+	SELECT rl_reset('net', '10.1.2.3'::inet);
+	SELECT value FROM rl_value('net', '10.1.2.3'::inet);
+	SELECT granted FROM rl_limit('net', '2001:db8::1'::inet, 5, partial => true);
+	SELECT ok FROM rl_check('net', '2001:db8::1');}),
+	"2|2026-01-01 00:00:00+00|0\n2\n\n3\n3\nf",
+	'rl_settle, rl_value, rl_reset and a partial rl_limit take an inet key through the router');
+is(on_each(q{SELECT coalesce(string_agg(key, ','), '-') FROM rl_status WHERE name = 'net'}),
+	only_on(home('net', '2001:db8::1'), '2001:db8::1', '-'),
+	'an IPv6 key is stored as its text on the partition its text routes to');
+query($proxy, q{
+	SELECT count(*) FILTER (WHERE (rl_limit('net', ('10.0.0.' || i)::inet)).ok)
+	FROM generate_series(1, 64) i});
+my @held = map { $_->safe_psql('postgres',
+		q{SELECT count(*) FROM rate_limits WHERE name = 'net' AND key LIKE '10.0.0.%'}) } @parts;
+is(join(' ', @held), join(' ', map { my $i = $_; $proxy->safe_psql('postgres', qq{
+		SELECT count(*) FROM generate_series(1, 64) i
+		WHERE rl_route('net', '10.0.0.' || i) & ($nparts - 1) = $i}) } 0 .. $nparts - 1),
+	'64 inet keys are stored where their text routes');
+ok((grep { $_ > 0 } @held) == $nparts, 'and spread over every partition: ' . join(' ', @held));
+like(query($proxy, q{SELECT ok FROM rl_limit('net', '10.1.2.0/24'::inet)}),
+	qr/^ERROR: .*an inet rate limit key must be a host address/s,
+	"an inet with a netmask fails through the router, with the partition's error");
+
+# Allow and deny lists go to every partition, as definitions do: an
+# address's own partition judges it.
+is(query($proxy, q{
+	SELECT count(*) FROM rl_deny('net', '10.9.0.0/16', note => 'abuse');
+	SELECT count(*) FROM rl_allow('net', '10.8.0.0/16');}),
+	"$nparts\n$nparts", 'rl_deny and rl_allow answer once per partition');
+is(on_each(q{SELECT string_agg(net || ':' || action, ' ' ORDER BY net) FROM rl_access WHERE name = 'net'}),
+	join(' | ', ('10.8.0.0/16:allow 10.9.0.0/16:deny') x $nparts),
+	'every partition has both entries');
+is(query($proxy, q{
+	SELECT count(*) FILTER (WHERE (rl_limit('net', ('10.9.' || i || '.1')::inet)).ok),
+	       count(*) FILTER (WHERE (rl_limit('net', ('10.8.' || i % 4 || '.1')::inet)).ok)
+	FROM generate_series(1, 16) i}),
+	'0|16', 'denied addresses are refused, and allowed ones granted without consuming, on every partition');
+is(query($proxy, q{
+	SELECT count(*) FILTER (WHERE r) FROM rl_unlist('net', '10.9.0.0/16') r;
+	SELECT count(*) FILTER (WHERE NOT r) FROM rl_unlist('net', '10.7.0.0/16') r;}),
+	"$nparts\n$nparts", 'rl_unlist answers once per partition, false where the entry was not');
+
+# rl_reset takes the extension's config: the state of a key under an
+# inline policy.
+is(query($proxy, q{
+	SELECT rl_reset('inline_mem', 'k', rl_token_bucket(3, '1 hour', storage => 'memory'));
+	SELECT value FROM rl_value('inline_mem', 'k', rl_token_bucket(3, '1 hour', storage => 'memory'));}),
+	"\n3", 'rl_reset with an inline config through the router');
+
 # Fail closed: stop a partition; its keys' calls fail, the rest go on.
 my $victim = 2;
 my ($down_key, $up_key, $fresh_key) = split(/\|/, $proxy->safe_psql('postgres', qq{
