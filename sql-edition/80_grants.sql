@@ -1,0 +1,26 @@
+-- Grants, as the C edition's: everything starts revoked from PUBLIC; then
+-- anyone may build policies, consume, check and read limits and read the
+-- clock.  Defining, undefining and resetting stay with the owner until
+-- granted.  The _rl_ helpers are the owner's alone: the public functions
+-- call them as their owner (SECURITY DEFINER).
+DO $rl$
+DECLARE
+	f regprocedure;
+BEGIN
+	FOR f IN
+		SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+		WHERE p.pronamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace n
+			WHERE n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema())
+			AND (p.proname OPERATOR(pg_catalog.~~) '\_rl\_%'
+				OR p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['rl_limit', 'rl_check',
+					'rl_value', 'rl_reset', 'rl_define', 'rl_undefine',
+					'rl_token_bucket', 'rl_fixed_window', 'rl_sliding_window',
+					'rl_now', 'rl_sql_edition']))
+	LOOP
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+		IF f::text !~ '^(.*\.)?(_rl_|rl_reset|rl_define|rl_undefine)' THEN
+			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', f);
+		END IF;
+	END LOOP;
+END
+$rl$;
