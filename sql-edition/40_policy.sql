@@ -117,7 +117,8 @@ BEGIN
 END
 $$;
 
--- A number as C's printf("%.<digits>g") writes it: to_char gives the
+-- A number as PostgreSQL's printf("%.<digits>g") writes it (NaN and
+-- Infinity spelt as it spells them): to_char gives the
 -- digits of %.<digits - 1>e, placed here as %g places them.
 CREATE FUNCTION _rl_printf_g(x float8, digits integer)
 RETURNS text
@@ -131,9 +132,9 @@ DECLARE
 	exponent integer;
 	out text;
 BEGIN
-	IF x = 'Infinity' THEN RETURN 'inf'; END IF;
-	IF x = '-Infinity' THEN RETURN '-inf'; END IF;
-	IF x = 'NaN' THEN RETURN 'nan'; END IF;
+	IF x = 'Infinity' THEN RETURN 'Infinity'; END IF;
+	IF x = '-Infinity' THEN RETURN '-Infinity'; END IF;
+	IF x = 'NaN' THEN RETURN 'NaN'; END IF;
 	IF neg THEN
 		e := pg_catalog.substr(e, 2);
 	END IF;

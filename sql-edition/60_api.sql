@@ -50,9 +50,9 @@ CREATE FUNCTION rl_reset(
 	key text DEFAULT NULL,
 	config rl_policy DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
-AS $$SELECT _rl_reset(name, key, config)$$;
+AS $$BEGIN PERFORM _rl_reset(name, key, config); END$$;
 COMMENT ON FUNCTION rl_reset(text, text, rl_policy) IS
 	'forget the state of one key: it starts again from a full bucket; config: the key''s state under that inline policy';
 
@@ -103,9 +103,9 @@ CREATE FUNCTION rl_reset(
 	key bigint,
 	config rl_policy DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
-AS $$SELECT _rl_reset(name, key::text, config)$$;
+AS $$BEGIN PERFORM _rl_reset(name, key::text, config); END$$;
 COMMENT ON FUNCTION rl_reset(text, bigint, rl_policy) IS
 	'forget the state of one key: it starts again from a full bucket; config: the key''s state under that inline policy';
 
@@ -156,9 +156,9 @@ CREATE FUNCTION rl_reset(
 	key integer,
 	config rl_policy DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
-AS $$SELECT _rl_reset(name, key::text, config)$$;
+AS $$BEGIN PERFORM _rl_reset(name, key::text, config); END$$;
 COMMENT ON FUNCTION rl_reset(text, integer, rl_policy) IS
 	'forget the state of one key: it starts again from a full bucket; config: the key''s state under that inline policy';
 
@@ -209,9 +209,9 @@ CREATE FUNCTION rl_reset(
 	key smallint,
 	config rl_policy DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
-AS $$SELECT _rl_reset(name, key::text, config)$$;
+AS $$BEGIN PERFORM _rl_reset(name, key::text, config); END$$;
 COMMENT ON FUNCTION rl_reset(text, smallint, rl_policy) IS
 	'forget the state of one key: it starts again from a full bucket; config: the key''s state under that inline policy';
 
@@ -262,8 +262,8 @@ CREATE FUNCTION rl_reset(
 	key uuid,
 	config rl_policy DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
-AS $$SELECT _rl_reset(name, key::text, config)$$;
+AS $$BEGIN PERFORM _rl_reset(name, key::text, config); END$$;
 COMMENT ON FUNCTION rl_reset(text, uuid, rl_policy) IS
 	'forget the state of one key: it starts again from a full bucket; config: the key''s state under that inline policy';

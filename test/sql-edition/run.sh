@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# test/sql-edition/run.sh: the SQL edition (sql-edition/), built by make
+# sql-edition, then
+#   1. its pg_tle script is valid SQL, and the body it passes to
+#      pgtle.install_extension (a stub that keeps it, since pg_tle is not
+#      packaged here) is the plain install byte for byte;
+#   2. it installs with one psql -f on a cluster that does not load the C
+#      library, as a role that is not a superuser and has only USAGE and
+#      CREATE on one schema;
+#   3. the differential test (differential.pl) compares it, call for call,
+#      with the C edition on the test cluster (RL_PORT, running):
+#      RL_SQLED_CALLS calls (default 100000), seed RL_SQLED_SEED (default 1).
+# The plain cluster runs on RL_PORT + 1 and is stopped at the end.
+source "$(dirname "$0")/../lib.sh"
+
+rl_choose_tmp
+calls=${RL_SQLED_CALLS:-100000}
+seed=${RL_SQLED_SEED:-1}
+plain=$RL_TMP/sqled-plain
+port=$((RL_PORT + 1))
+data=$plain/data
+sock=$plain/sock
+fail() {
+	rl_log "FAILED: $*"
+	exit 1
+}
+stop_plain() {
+	if [ -f "$data/postmaster.pid" ]; then
+		rl_as_server "$RL_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+	fi
+}
+trap stop_plain EXIT
+
+install=$(make -C "$RL_REPO" -s --no-print-directory sql-edition | tail -1)
+pgtle=${install%.sql}.pgtle.sql
+[ -f "$install" ] && [ -f "$pgtle" ] || fail "make sql-edition did not print the install script's path"
+chmod a+r "$install" "$pgtle"
+
+stop_plain
+rm -rf "$plain"
+mkdir -p "$data" "$sock" "$plain/log"
+if rl_is_root; then chown postgres: "$data" "$sock" "$plain/log"; fi
+rl_as_server "$RL_BIN/initdb" -D "$data" -U postgres --auth=trust --no-sync -E UTF8 --no-locale >/dev/null
+rl_as_server env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE -u PGOPTIONS \
+	"$RL_BIN/pg_ctl" -D "$data" -l "$plain/log/postgresql.log" -w \
+	-o "-p $port -k $sock -c listen_addresses=''" start >/dev/null || fail "the plain cluster did not start"
+plain_psql() { "$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$sock" -p "$port" "$@"; }
+
+# 1. The pg_tle script, against a stub of pgtle.install_extension.
+rl_log "the pg_tle script: valid SQL, and its body is the plain install"
+plain_psql -U postgres -d postgres -c "CREATE DATABASE tle" \
+	-c "CREATE DATABASE sqled" -c "CREATE ROLE rl_app LOGIN" -c "CREATE ROLE rl_caller LOGIN"
+plain_psql -U postgres -d tle <<'SQL'
+CREATE SCHEMA pgtle;
+CREATE TABLE pgtle.installed (name text, version text, description text, body text, requires text[]);
+CREATE FUNCTION pgtle.install_extension(name text, version text, description text, ext text, requires text[] DEFAULT NULL)
+RETURNS boolean LANGUAGE sql
+AS $$INSERT INTO pgtle.installed VALUES (name, version, description, ext, requires) RETURNING true$$;
+SQL
+plain_psql -U postgres -d tle -f "$pgtle" >/dev/null || fail "the pg_tle script is not valid SQL"
+got=$(plain_psql -U postgres -d tle -At -c "SELECT name || ' ' || version || ' ' || md5(body) FROM pgtle.installed")
+want="ratelimit_sql 1.3 $(md5sum <"$install" | cut -d' ' -f1)"
+[ "$got" = "$want" ] || fail "pg_tle body differs from the install: got '$got', want '$want'"
+
+# 2. The install, as a role with only USAGE and CREATE on one schema.
+rl_log "install as a role that is not a superuser, into a schema it may only create in"
+plain_psql -U postgres -d sqled -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" \
+	-c "CREATE SCHEMA limits" -c "GRANT USAGE, CREATE ON SCHEMA limits TO rl_app" \
+	-c "GRANT USAGE ON SCHEMA limits TO rl_caller"
+PGOPTIONS="-c search_path=limits" plain_psql -1 -U rl_app -d sqled -f "$install" >/dev/null ||
+	fail "the install failed"
+lib=$(plain_psql -U postgres -d sqled -At -c "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = 'ratelimit'")
+[ "$lib" = 0 ] || fail "the C edition is installed in the SQL edition's database"
+edition=$(plain_psql -U rl_caller -d sqled -At -c "SELECT edition || ' ' || version FROM limits.rl_sql_edition()")
+[ "$edition" = "sql 1.3" ] || fail "rl_sql_edition() says '$edition'"
+
+# 3. The differential test against the C edition on the test cluster.
+rl_log "differential test: $calls random calls, C edition and SQL edition side by side"
+"$RL_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS sqled_c" -c "CREATE DATABASE sqled_c"
+"$RL_BIN/psql" -X -q -d sqled_c -c "CREATE EXTENSION ratelimit"
+perl "$RL_REPO/test/sql-edition/differential.pl" --calls "$calls" --seed "$seed" \
+	--c "$RL_BIN/psql -h $RL_SOCK -p $RL_PORT -U postgres -d sqled_c" \
+	--sql "env PGOPTIONS=-csearch_path=limits $RL_BIN/psql -h $sock -p $port -U rl_app -d sqled" ||
+	fail "the editions answered differently"
+"$RL_BIN/psql" -X -q -d postgres -c "DROP DATABASE sqled_c"
