@@ -32,15 +32,15 @@ RETURNS float8
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$SELECT (extract(epoch FROM span) * 1000000)::float8$$;
 
--- The time decisions are made at.  A pinned clock is honoured for the
--- roles that could rewrite the state anyway: a superuser, and members of
--- the role that owns the edition's tables.  With the C library loaded the
--- setting is the C edition's, which only a superuser can set; without it
--- any role could set it, and pin the clock to refill a limit.
-CREATE FUNCTION rl_now()
+-- The time decisions are made at, for the edition's own functions, which
+-- run as the role that owns it.  A pinned clock is honoured for the roles
+-- that could rewrite the state anyway: a superuser, and members of the
+-- owner.  With the C library loaded the setting is the C edition's, which
+-- only a superuser can set; without it any role could set it, and pin the
+-- clock to refill a limit.
+CREATE FUNCTION _rl_now()
 RETURNS timestamptz
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
 	pinned text := pg_catalog.current_setting('ratelimit.now_override', true);
@@ -74,5 +74,11 @@ BEGIN
 	RETURN t;
 END
 $$;
+-- rl_now: the same, for any caller.
+CREATE FUNCTION rl_now()
+RETURNS timestamptz
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_now()$$;
 COMMENT ON FUNCTION rl_now() IS
 	'the time ratelimit computes at: ratelimit.now_override when set, else the clock';

@@ -49,30 +49,42 @@ END
 $$;
 
 -- A call's limit: its label (the name called), the name its state is
--- stored under, its policy and window origin.
+-- stored under, its definition's row (NULL for an inline config) and its
+-- policy.
 CREATE TYPE _rl_target AS (
 	label text,
 	stored text,
 	key text,
 	defined boolean,
+	definition rl_definitions,
 	policy _rl_policy
 );
 
--- The policy of a definition row, or NULL for no definition; what the SQL
--- edition does not have yet is refused (0A000).
-CREATE FUNCTION _rl_definition(name text)
-RETURNS _rl_policy
+-- The definition row of a name (all NULL for none).
+CREATE FUNCTION _rl_definition_row(name text)
+RETURNS rl_definitions
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
 	d rl_definitions;
 BEGIN
-	SELECT * INTO d FROM ONLY rl_definitions WHERE rl_definitions.name = _rl_definition.name;
-	IF NOT FOUND THEN
+	SELECT * INTO d FROM ONLY rl_definitions WHERE rl_definitions.name = _rl_definition_row.name;
+	RETURN d;
+END
+$$;
+
+-- The policy of a definition row, or NULL for no definition; what the SQL
+-- edition does not have yet is refused (0A000).
+CREATE FUNCTION _rl_definition(d rl_definitions)
+RETURNS _rl_policy
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+	IF d.name IS NULL THEN
 		RETURN NULL;
 	END IF;
 	IF d.shadow OR d.block_for IS NOT NULL OR d.block_factor IS NOT NULL THEN
-		RAISE EXCEPTION 'rate limit "%" uses shadow mode or block_for, which the SQL edition of ratelimit does not have yet', name
+		RAISE EXCEPTION 'rate limit "%" uses shadow mode or block_for, which the SQL edition of ratelimit does not have yet', d.name
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Define it without them, or use the C edition.';
 	END IF;
@@ -114,7 +126,8 @@ DECLARE
 BEGIN
 	t.label := name;
 	t.key := key;
-	t.policy := _rl_definition(name);
+	t.definition := _rl_definition_row(name);
+	t.policy := _rl_definition(t.definition);
 	t.defined := (t.policy).kind IS NOT NULL;
 	IF config IS DISTINCT FROM NULL THEN
 		IF t.defined THEN
@@ -147,22 +160,28 @@ $$;
 
 -- reread (src/target.c): once a call holds its row, the definition as it
 -- is now; a call never decides under a definition that no longer exists.
+-- An unchanged row keeps the policy already checked.
 CREATE FUNCTION _rl_reread(t _rl_target)
 RETURNS _rl_target
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
+	d rl_definitions := _rl_definition_row(t.label);
 	now_policy _rl_policy;
 BEGIN
 	IF NOT t.defined THEN
-		IF (_rl_definition(t.label)).kind IS NOT NULL THEN
+		IF d.name IS NOT NULL THEN
 			RAISE EXCEPTION 'rate limit "%" is already defined', t.label
 				USING ERRCODE = 'duplicate_object',
 				DETAIL = 'It was defined while the call waited for its state; an inline config would apply a second policy to the same state.';
 		END IF;
 		RETURN t;
 	END IF;
-	now_policy := _rl_definition(t.label);
+	IF d IS NOT DISTINCT FROM t.definition THEN
+		RETURN t;
+	END IF;
+	t.definition := d;
+	now_policy := _rl_definition(d);
 	IF now_policy.kind IS NULL THEN
 		RAISE EXCEPTION 'rate limit "%" does not exist', t.label
 			USING ERRCODE = 'undefined_object',
@@ -173,6 +192,14 @@ BEGIN
 	RETURN t;
 END
 $$;
+
+-- set_origin: a call's window origin.  A token bucket has no windows,
+-- and reads no origin: its hash is not computed.
+CREATE FUNCTION _rl_origin(t _rl_target, key text)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE
+AS $$SELECT CASE WHEN (t.policy).kind = 'token bucket' THEN 0
+	ELSE _rl_window_origin(t.policy, t.label, key) END$$;
 
 -- rl_target_check_count: refuse a count the limit can never grant.
 CREATE FUNCTION _rl_check_count(p _rl_policy, count float8, reserve boolean)
@@ -324,9 +351,8 @@ BEGIN
 			t := _rl_reread(t);
 			PERFORM _rl_check_count(t.policy, count, reserve);
 		END IF;
-		now := _rl_us(rl_now());
-		d := _rl_decide(t.policy, _rl_window_origin(t.policy, t.label, key),
-			s, now, count, reserve);
+		now := _rl_us(_rl_now());
+		d := _rl_decide(t.policy, _rl_origin(t, key), s, now, count, reserve);
 		EXIT WHEN NOT consuming OR NOT d.ok;
 		PERFORM _rl_check_state_time(d.state, now);
 		IF s.ts IS NOT NULL THEN
@@ -376,9 +402,9 @@ DECLARE
 BEGIN
 	PERFORM _rl_check_name_key(name, key);
 	t := _rl_resolve(name, key, config, false);
-	origin := _rl_window_origin(t.policy, t.label, key);
+	origin := _rl_origin(t, key);
 	s := _rl_read(t.stored, key, false);
-	now := _rl_us(rl_now());
+	now := _rl_us(_rl_now());
 	IF s.ts IS NOT NULL THEN
 		total := _rl_refill(t.policy, origin, s, now);
 		total.value := _rl_available(t.policy, origin, s, now);

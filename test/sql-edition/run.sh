@@ -7,7 +7,10 @@
 #   2. it installs with one psql -f on a cluster that does not load the C
 #      library, as a role that is not a superuser and has only USAGE and
 #      CREATE on one schema;
-#   3. the differential test (differential.pl) compares it, call for call,
+#   3. the isolation specs of what it has (SPECS below) run against it with
+#      the C edition's expected output, the extension's creation and drop
+#      replaced by emptying its tables;
+#   4. the differential test (differential.pl) compares it, call for call,
 #      with the C edition on the test cluster (RL_PORT, running):
 #      RL_SQLED_CALLS calls (default 100000), seed RL_SQLED_SEED (default 1).
 # The plain cluster runs on RL_PORT + 1 and is stopped at the end.
@@ -74,7 +77,28 @@ lib=$(plain_psql -U postgres -d sqled -At -c "SELECT count(*) FROM pg_catalog.pg
 edition=$(plain_psql -U rl_caller -d sqled -At -c "SELECT edition || ' ' || version FROM limits.rl_sql_edition()")
 [ "$edition" = "sql 1.3" ] || fail "rl_sql_edition() says '$edition'"
 
-# 3. The differential test against the C edition on the test cluster.
+# 3. Isolation specs, as the role that installed it.
+SPECS=${RL_SQLED_SPECS:-last_token new_key savepoint reservations isolation_levels}
+rl_log "isolation specs against the SQL edition: $SPECS"
+iso=$RL_TMP/sqled-iso
+rm -rf "$iso"
+mkdir -p "$iso/specs" "$iso/expected"
+for spec in $SPECS; do
+	sed -e 's/^\([[:space:]]*\)CREATE EXTENSION IF NOT EXISTS ratelimit;/\1TRUNCATE rate_limits, rl_definitions;/' \
+		-e 's/^\([[:space:]]*\)DROP EXTENSION ratelimit;/\1TRUNCATE rate_limits, rl_definitions;/' \
+		"$RL_REPO/test/specs/$spec.spec" >"$iso/specs/$spec.spec"
+	cp "$RL_REPO/test/expected/$spec.out" "$iso/expected/"
+done
+if rl_is_root; then chown -R postgres: "$iso"; fi
+pgxs=$(dirname "$RL_BIN")/lib/pgxs
+if ! (cd "$iso" && PGOPTIONS="-c search_path=limits" "$pgxs/src/test/isolation/pg_isolation_regress" \
+	--inputdir="$iso" --outputdir="$iso" --bindir="$RL_BIN" --use-existing --dbname=sqled \
+	--host="$sock" --port="$port" --user=rl_app $SPECS); then
+	cat "$iso/regression.diffs" 2>/dev/null || true
+	fail "isolation specs against the SQL edition"
+fi
+
+# 4. The differential test against the C edition on the test cluster.
 rl_log "differential test: $calls random calls, C edition and SQL edition side by side"
 "$RL_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS sqled_c" -c "CREATE DATABASE sqled_c"
 "$RL_BIN/psql" -X -q -d sqled_c -c "CREATE EXTENSION ratelimit"
