@@ -586,3 +586,87 @@ RETURNS bigint
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$SELECT CASE WHEN us <= 0 THEN 0
 	ELSE us / 1000 + CASE WHEN us % 1000 <> 0 THEN 1 ELSE 0 END END$$;
+
+-- current_state: the state a refund, penalty or block starts from: the
+-- stored one brought forward to now, or a full bucket for a key with none.
+CREATE FUNCTION _rl_current_state(p _rl_policy, origin bigint, s _rl_stored, now bigint)
+RETURNS _rl_stored
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+	IF NOT _rl_valid_time(now) OR (s.ts IS NOT NULL AND NOT _rl_valid_time(s.ts)) THEN
+		PERFORM _rl_fail('time out of range', now);
+	END IF;
+	IF s.ts IS NULL THEN
+		RETURN _rl_initial_state(p, origin, now);
+	END IF;
+	RETURN _rl_refill(p, origin, s, now);
+END
+$$;
+
+-- check_refillable: a state a penalty or block may store is full again
+-- within RL_MAX_WAIT of now, at a time before RL_END_TIME.
+CREATE FUNCTION _rl_check_refillable(p _rl_policy, origin bigint, s _rl_stored, now bigint)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+	IF NOT _rl_valid_time(s.ts) THEN
+		PERFORM _rl_fail('time out of range', now);
+	END IF;
+	PERFORM _rl_wait_for(p, origin, s, p.capacity, now);
+END
+$$;
+
+-- rl_refund_state, rl_penalize_state and rl_block_state: a key's state
+-- after a refund of amount tokens (never above capacity), a penalty of
+-- amount tokens (no check: the value may go below zero, as long as the
+-- key is full again within RL_MAX_WAIT), or a block of duration
+-- microseconds from now (every call refused until then; the key refills
+-- from empty afterwards, and a deficit it owes is kept).
+CREATE FUNCTION _rl_adjust_state(p _rl_policy, origin bigint, adjustment text,
+	s _rl_stored, now bigint, amount float8, duration bigint)
+RETURNS _rl_stored
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+	cur _rl_stored := _rl_current_state(p, origin, s, now);
+	o _rl_stored;
+	until_ bigint;
+	ts bigint;
+	start_ bigint;
+BEGIN
+	IF adjustment = 'refund' THEN
+		cur.value := LEAST(cur.value + amount, p.capacity);
+		RETURN cur;
+	END IF;
+	IF adjustment = 'penalize' THEN
+		cur.value := cur.value - amount;
+		PERFORM _rl_check_refillable(p, origin, cur, now);
+		RETURN cur;
+	END IF;
+	until_ := CASE WHEN duration > 0 THEN _rl_add_before_end(now, duration) END;
+	IF until_ IS NULL THEN
+		PERFORM _rl_fail('time out of range', now);
+	END IF;
+	IF p.kind = 'token bucket' THEN
+		ts := until_;
+	ELSE
+		-- the window before the first start at or after until
+		start_ := _rl_window_start(until_, origin, p.period);
+		ts := CASE WHEN start_ = until_ THEN until_ - p.period ELSE start_ END;
+	END IF;
+	IF p.kind = 'token bucket' THEN
+		o := CASE WHEN cur.ts >= ts THEN cur ELSE _rl_refill(p, origin, cur, ts) END;
+	ELSIF cur.ts >= until_ - 1 THEN
+		o := cur;	-- a block that lasts longer
+	ELSE
+		-- stored at its last microsecond, in the window it empties
+		o := _rl_refill(p, origin, cur, ts);
+		o.ts := until_ - 1;
+	END IF;
+	o.value := LEAST(o.value, 0);
+	PERFORM _rl_check_refillable(p, origin, o, now);
+	RETURN o;
+END
+$$;

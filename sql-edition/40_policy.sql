@@ -290,7 +290,8 @@ BEGIN
 END
 $$;
 
--- Policy constructors: pure, checked, as the C edition's.
+-- Policy constructors: pure, checked, as the C edition's.  They run as
+-- the owner, who alone may call the _rl_ helpers.
 
 CREATE FUNCTION rl_token_bucket(
 	rate float8,
@@ -300,7 +301,7 @@ CREATE FUNCTION rl_token_bucket(
 	shards integer DEFAULT 1,
 	storage text DEFAULT 'table')
 RETURNS rl_policy
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
@@ -323,7 +324,7 @@ CREATE FUNCTION rl_fixed_window(
 	storage text DEFAULT 'table',
 	time_zone text DEFAULT NULL)
 RETURNS rl_policy
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
@@ -342,7 +343,7 @@ CREATE FUNCTION rl_sliding_window(
 	start timestamptz DEFAULT NULL,
 	storage text DEFAULT 'table')
 RETURNS rl_policy
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 BEGIN

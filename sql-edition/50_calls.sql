@@ -449,3 +449,66 @@ BEGIN
 	END IF;
 END
 $$;
+
+-- rl_refund, rl_penalize and rl_block: hold the key's row (a missing one
+-- is first created full, which is what no row means), read the definition
+-- again and the clock, and write the adjusted state (src/store_table.c,
+-- table_adjust).  The count is never checked against the capacity: a
+-- refund is capped there, a penalty may exceed it.
+CREATE FUNCTION _rl_adjust(adjustment text, name text, key text,
+	amount float8, duration interval, config rl_policy)
+RETURNS rl_state
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	t _rl_target;
+	s _rl_stored;
+	o _rl_stored;
+	now bigint;
+	usecs float8;
+	dur bigint := 0;
+BEGIN
+	PERFORM _rl_check_name_key(name, key);
+	IF adjustment = 'block' THEN
+		IF duration IS NULL THEN
+			RAISE EXCEPTION 'duration must not be null' USING ERRCODE = 'null_value_not_allowed';
+		END IF;
+		usecs := _rl_interval_usecs(duration);
+		IF NOT (usecs >= 1 AND usecs <= 31557600000000000::float8) THEN
+			RAISE EXCEPTION 'duration must be greater than zero and at most 1000 years'
+				USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'rl_reset() lifts a block.';
+		END IF;
+		dur := pg_catalog.trunc(usecs)::bigint;
+	ELSE
+		IF amount IS NULL THEN
+			RAISE EXCEPTION 'count must not be null' USING ERRCODE = 'null_value_not_allowed';
+		END IF;
+		IF NOT (amount > 0 AND amount <= 1e15) THEN
+			RAISE EXCEPTION 'count must be a finite number greater than zero and at most 1e15'
+				USING ERRCODE = 'invalid_parameter_value',
+				DETAIL = pg_catalog.format('The count is %s.', _rl_printf_g(amount, 6));
+		END IF;
+	END IF;
+	t := _rl_resolve(name, key, config, false);
+	PERFORM _rl_require_writable('rl_' || adjustment || '()');
+	LOOP
+		s := _rl_read(t.stored, key, true);
+		EXIT WHEN s.ts IS NOT NULL;
+		now := _rl_us(_rl_now());
+		o := _rl_initial_state(t.policy, _rl_origin(t, key), now);
+		PERFORM _rl_check_state_time(o, now);
+		INSERT INTO rate_limits AS r (name, key, shard, value, ts, prev)
+		VALUES (t.stored, COALESCE(_rl_adjust.key, ''), 0, o.value, _rl_ts(o.ts), o.prev)
+		ON CONFLICT DO NOTHING;
+	END LOOP;
+	t := _rl_reread(t);
+	now := _rl_us(_rl_now());
+	o := _rl_adjust_state(t.policy, _rl_origin(t, key), adjustment, s, now,
+		amount, dur);
+	PERFORM _rl_check_state_time(o, now);
+	UPDATE ONLY rate_limits r SET value = o.value, ts = _rl_ts(o.ts), prev = o.prev
+	WHERE r.name = t.stored AND r.key = COALESCE(_rl_adjust.key, '') AND r.shard = 0;
+	RETURN ROW(o.value, _rl_ts(o.ts))::rl_state;
+END
+$$;

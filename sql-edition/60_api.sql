@@ -267,3 +267,187 @@ SET search_path FROM CURRENT
 AS $$BEGIN PERFORM _rl_reset(name, key::text, config); END$$;
 COMMENT ON FUNCTION rl_reset(text, uuid, rl_policy) IS
 	'forget the state of one key: it starts again from a full bucket; config: the key''s state under that inline policy';
+
+-- rl_refund, rl_penalize and rl_block, with the C edition's declarations.
+-- None is granted to PUBLIC: a refund lets its caller take more than the
+-- limit allows, and a penalty or block denies service to any key.
+
+CREATE FUNCTION rl_refund(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('refund', name, key, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_refund(text, text, float8, rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+
+CREATE FUNCTION rl_penalize(
+	name text,
+	key text DEFAULT NULL,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('penalize', name, key, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_penalize(text, text, float8, rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+
+CREATE FUNCTION rl_block(
+	name text,
+	key text,
+	duration interval,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('block', name, key, NULL, duration, config)$$;
+COMMENT ON FUNCTION rl_block(text, text, interval, rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+
+CREATE FUNCTION rl_refund(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('refund', name, key::text, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_refund(text, bigint, float8, rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+
+CREATE FUNCTION rl_penalize(
+	name text,
+	key bigint,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('penalize', name, key::text, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_penalize(text, bigint, float8, rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+
+CREATE FUNCTION rl_block(
+	name text,
+	key bigint,
+	duration interval,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('block', name, key::text, NULL, duration, config)$$;
+COMMENT ON FUNCTION rl_block(text, bigint, interval, rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+
+CREATE FUNCTION rl_refund(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('refund', name, key::text, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_refund(text, integer, float8, rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+
+CREATE FUNCTION rl_penalize(
+	name text,
+	key integer,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('penalize', name, key::text, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_penalize(text, integer, float8, rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+
+CREATE FUNCTION rl_block(
+	name text,
+	key integer,
+	duration interval,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('block', name, key::text, NULL, duration, config)$$;
+COMMENT ON FUNCTION rl_block(text, integer, interval, rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+
+CREATE FUNCTION rl_refund(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('refund', name, key::text, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_refund(text, smallint, float8, rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+
+CREATE FUNCTION rl_penalize(
+	name text,
+	key smallint,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('penalize', name, key::text, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_penalize(text, smallint, float8, rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+
+CREATE FUNCTION rl_block(
+	name text,
+	key smallint,
+	duration interval,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('block', name, key::text, NULL, duration, config)$$;
+COMMENT ON FUNCTION rl_block(text, smallint, interval, rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+
+CREATE FUNCTION rl_refund(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('refund', name, key::text, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_refund(text, uuid, float8, rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+
+CREATE FUNCTION rl_penalize(
+	name text,
+	key uuid,
+	count float8 DEFAULT 1,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('penalize', name, key::text, count, NULL, config)$$;
+COMMENT ON FUNCTION rl_penalize(text, uuid, float8, rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+
+CREATE FUNCTION rl_block(
+	name text,
+	key uuid,
+	duration interval,
+	config rl_policy DEFAULT NULL)
+RETURNS rl_state
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$SELECT _rl_adjust('block', name, key::text, NULL, duration, config)$$;
+COMMENT ON FUNCTION rl_block(text, uuid, interval, rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';

@@ -1,7 +1,7 @@
 -- Grants, as the C edition's: everything starts revoked from PUBLIC; then
 -- anyone may build policies, consume, check and read limits and read the
--- clock.  Defining, undefining and resetting stay with the owner until
--- granted.  The _rl_ helpers are the owner's alone: the public functions
+-- clock.  Defining, undefining, resetting, refunds, penalties and blocks
+-- stay with the owner until granted.  The _rl_ helpers are the owner's alone: the public functions
 -- call them as their owner (SECURITY DEFINER).
 DO $rl$
 DECLARE
@@ -15,10 +15,10 @@ BEGIN
 				OR p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['rl_limit', 'rl_check',
 					'rl_value', 'rl_reset', 'rl_define', 'rl_undefine',
 					'rl_token_bucket', 'rl_fixed_window', 'rl_sliding_window',
-					'rl_now', 'rl_sql_edition']))
+					'rl_now', 'rl_sql_edition', 'rl_refund', 'rl_penalize', 'rl_block']))
 	LOOP
 		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-		IF f::text !~ '^(.*\.)?(_rl_|rl_reset|rl_define|rl_undefine)' THEN
+		IF f::text !~ '^(.*\.)?(_rl_\w*|rl_reset|rl_define|rl_undefine|rl_refund|rl_penalize|rl_block)\(' THEN
 			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', f);
 		END IF;
 	END LOOP;

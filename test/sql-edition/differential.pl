@@ -12,7 +12,7 @@
 # ends no transaction and both outputs line up call for call.  The script
 # mixes every kind, whole and fractional counts, reservations,
 # max_reserved, throws, inline and defined names, redefinitions,
-# rl_check, rl_value, rl_reset, bad input, and transactions rolled back
+# rl_check, rl_value, rl_reset, rl_refund, rl_penalize, rl_block, bad input, and transactions rolled back
 # whole or to a savepoint.  Exits non-zero at the first difference,
 # printing the call.
 use strict;
@@ -152,6 +152,24 @@ for (my $n = 0; $n < $calls; $n++) {
 	}
 	elsif ($r < 0.88) {
 		emit_call("rl_value('$name', $key" . ($inline ? ", " . config_sql($p) : "") . ")");
+	}
+	elsif ($r < 0.90) {
+		# refunds, penalties and blocks (the count is not bound by capacity)
+		my $a = rand();
+		my $amount = pick(1, 0.5, 2, 3.7, $p->{capacity}, $p->{capacity} * 3);
+		my $rest = $inline ? ", config => " . config_sql($p) : "";
+		if ($a < 0.4) {
+			emit_call("rl_refund('$name', $key, $amount$rest)");
+		}
+		elsif ($a < 0.75) {
+			emit_call("rl_penalize('$name', $key, $amount$rest)");
+		}
+		else {
+			my $d = pick("'1 second'", "'250 milliseconds'", "'10 seconds'",
+				"'1 minute'", "'1 hour'", "'0.000001 seconds'", "'1 day'");
+			$d = pick("'0 seconds'", "'-1 second'", "NULL", "'1001 years'") if rand() < 0.05;
+			emit_call("rl_block('$name', $key, $d$rest)");
+		}
 	}
 	elsif ($r < 0.92) {
 		emit_call("rl_reset('$name', $key" . ($inline && rand() < 0.5 ? ", " . config_sql($p) : "") . ")");

@@ -77,6 +77,43 @@ lib=$(plain_psql -U postgres -d sqled -At -c "SELECT count(*) FROM pg_catalog.pg
 edition=$(plain_psql -U rl_caller -d sqled -At -c "SELECT edition || ' ' || version FROM limits.rl_sql_edition()")
 [ "$edition" = "sql 1.3" ] || fail "rl_sql_edition() says '$edition'"
 
+# Grants as the C edition's, and a caller's temporary table in front of
+# the edition's on its search_path changes nothing.
+rl_log "privileges and search_path: a caller with only USAGE on the schema"
+plain_psql -U rl_app -d sqled -c "SET search_path = limits" \
+	-c "SELECT rl_define('guard', 'token bucket', 1, '1 hour')" >/dev/null
+out=$(plain_psql -U rl_caller -d sqled -At 2>&1 <<'SQL'
+CREATE TEMP TABLE rate_limits (name text, key text, shard smallint, value float8, ts timestamptz, prev float8);
+INSERT INTO rate_limits VALUES ('guard', 'k', 0, 100, now(), NULL);
+SET search_path = pg_temp, limits;
+SELECT ok FROM rl_limit('guard', 'k');
+SELECT ok FROM rl_limit('guard', 'k');
+SELECT ok FROM limits.rl_limit('x', 'k', config => limits.rl_token_bucket(1, '1 second'));
+\set ON_ERROR_STOP 0
+\set SHOW_CONTEXT never
+SELECT limits.rl_define('mine', 'token bucket', 1, '1 second');
+SELECT limits.rl_reset('guard', 'k');
+SELECT limits.rl_refund('guard', 'k');
+SELECT limits._rl_us(now());
+SELECT count(*) FROM limits.rate_limits;
+SET ratelimit.now_override = '2030-01-01 00:00:00+00';
+SELECT ok FROM rl_limit('guard', 'k');
+SQL
+)
+want="t
+f
+t
+ERROR:  permission denied for function rl_define
+ERROR:  permission denied for function rl_reset
+ERROR:  permission denied for function rl_refund
+ERROR:  permission denied for function _rl_us
+ERROR:  permission denied for table rate_limits
+ERROR:  permission denied to pin the clock with ratelimit.now_override
+DETAIL:  Only a superuser or a member of the role that owns the rate limits may set it.
+HINT:  Reset ratelimit.now_override."
+[ "$out" = "$want" ] || fail "privileges: got
+$out"
+
 # 3. Isolation specs, as the role that installed it.
 SPECS=${RL_SQLED_SPECS:-last_token new_key savepoint reservations isolation_levels}
 rl_log "isolation specs against the SQL edition: $SPECS"
