@@ -37,6 +37,21 @@ CREATE TYPE rl_result AS (
 COMMENT ON TYPE rl_result IS
 	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, and the times in milliseconds';
 
+CREATE TYPE rl_all_result AS (
+	ok boolean,
+	retry_after interval,
+	refused_name text,
+	refused_key text,
+	remaining float8,
+	reset_after interval,
+	capacity float8,
+	allowed boolean,
+	retry_after_ms bigint,
+	reset_after_ms bigint
+);
+COMMENT ON TYPE rl_all_result IS
+	'the answer of rl_limit_all: granted?, the longest retry_after, the limit that refused, the tokens left, reset and size of the limit that decides the answer, whether to act now, and the times in milliseconds';
+
 CREATE TYPE rl_state AS (
 	value float8,
 	ts timestamptz

@@ -60,15 +60,28 @@ CREATE TYPE _rl_target AS (
 	policy _rl_policy
 );
 
--- The definition row of a name (all NULL for none).
-CREATE FUNCTION _rl_definition_row(name text)
+-- The definition row of a name (all NULL for none).  READ COMMITTED reads
+-- the newest committed row, as the C edition does.  A REPEATABLE READ or
+-- SERIALIZABLE transaction reads it as of its snapshot; a call that writes
+-- (writing) then locks it FOR SHARE, which fails with 40001 when the row
+-- was changed or deleted since the snapshot: a call never consumes under
+-- a definition that is no longer the newest.  (FOR KEY SHARE would not
+-- fail: rl_define changes no key column.)  rl_define and rl_undefine of
+-- the name wait for such a transaction to end.
+CREATE FUNCTION _rl_definition_row(name text, writing boolean)
 RETURNS rl_definitions
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
 	d rl_definitions;
 BEGIN
-	SELECT * INTO d FROM ONLY rl_definitions WHERE rl_definitions.name = _rl_definition_row.name;
+	IF writing AND pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+			AND pg_catalog.current_setting('transaction_read_only') = 'off' THEN
+		SELECT * INTO d FROM ONLY rl_definitions
+		WHERE rl_definitions.name = _rl_definition_row.name FOR SHARE;
+	ELSE
+		SELECT * INTO d FROM ONLY rl_definitions WHERE rl_definitions.name = _rl_definition_row.name;
+	END IF;
 	RETURN d;
 END
 $$;
@@ -116,17 +129,19 @@ $$;
 
 -- resolve (src/target.c): the definition, or the inline config for a name
 -- that has none.  for_reset: NULL, rather than an error, for a name with
--- neither, and a concurrency limit is not refused.
-CREATE FUNCTION _rl_resolve(name text, key text, config rl_policy, for_reset boolean)
+-- neither, and a concurrency limit is not refused.  writing: the call
+-- writes state (see _rl_definition_row).
+CREATE FUNCTION _rl_resolve(name text, key text, config rl_policy,
+	for_reset boolean, writing boolean)
 RETURNS _rl_target
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
 	t _rl_target;
 BEGIN
 	t.label := name;
 	t.key := key;
-	t.definition := _rl_definition_row(name);
+	t.definition := _rl_definition_row(name, writing);
 	t.policy := _rl_definition(t.definition);
 	t.defined := (t.policy).kind IS NOT NULL;
 	IF config IS DISTINCT FROM NULL THEN
@@ -163,10 +178,10 @@ $$;
 -- An unchanged row keeps the policy already checked.
 CREATE FUNCTION _rl_reread(t _rl_target)
 RETURNS _rl_target
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-	d rl_definitions := _rl_definition_row(t.label);
+	d rl_definitions := _rl_definition_row(t.label, true);
 	now_policy _rl_policy;
 BEGIN
 	IF NOT t.defined THEN
@@ -340,7 +355,7 @@ BEGIN
 				HINT = 'Retry after retry_after in the application, or use the C edition.';
 		END IF;
 	END IF;
-	t := _rl_resolve(name, key, config, false);
+	t := _rl_resolve(name, key, config, false, consuming);
 	IF consuming THEN
 		PERFORM _rl_require_writable('rl_limit()');
 	END IF;
@@ -401,7 +416,7 @@ DECLARE
 	now bigint;
 BEGIN
 	PERFORM _rl_check_name_key(name, key);
-	t := _rl_resolve(name, key, config, false);
+	t := _rl_resolve(name, key, config, false, false);
 	origin := _rl_origin(t, key);
 	s := _rl_read(t.stored, key, false);
 	now := _rl_us(_rl_now());
@@ -429,7 +444,7 @@ DECLARE
 	n bigint;
 BEGIN
 	PERFORM _rl_check_name_key(name, key);
-	t := _rl_resolve(name, key, config, true);
+	t := _rl_resolve(name, key, config, true, false);
 	PERFORM _rl_require_writable('rl_reset()');
 	IF t.label IS NOT NULL AND config IS DISTINCT FROM NULL THEN
 		DELETE FROM ONLY rate_limits r
@@ -490,7 +505,7 @@ BEGIN
 				DETAIL = pg_catalog.format('The count is %s.', _rl_printf_g(amount, 6));
 		END IF;
 	END IF;
-	t := _rl_resolve(name, key, config, false);
+	t := _rl_resolve(name, key, config, false, true);
 	PERFORM _rl_require_writable('rl_' || adjustment || '()');
 	LOOP
 		s := _rl_read(t.stored, key, true);

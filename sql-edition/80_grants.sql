@@ -15,7 +15,8 @@ BEGIN
 				OR p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['rl_limit', 'rl_check',
 					'rl_value', 'rl_reset', 'rl_define', 'rl_undefine',
 					'rl_token_bucket', 'rl_fixed_window', 'rl_sliding_window',
-					'rl_now', 'rl_sql_edition', 'rl_refund', 'rl_penalize', 'rl_block']))
+					'rl_now', 'rl_sql_edition', 'rl_refund', 'rl_penalize', 'rl_block',
+					'rl_limit_all']))
 	LOOP
 		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
 		IF f::text !~ '^(.*\.)?(_rl_\w*|rl_reset|rl_define|rl_undefine|rl_refund|rl_penalize|rl_block)\(' THEN

@@ -12,7 +12,8 @@
 # ends no transaction and both outputs line up call for call.  The script
 # mixes every kind, whole and fractional counts, reservations,
 # max_reserved, throws, inline and defined names, redefinitions,
-# rl_check, rl_value, rl_reset, rl_refund, rl_penalize, rl_block, bad input, and transactions rolled back
+# rl_limit_all, rl_check, rl_value, rl_reset, rl_refund, rl_penalize,
+# rl_block, bad input, and transactions rolled back
 # whole or to a savepoint.  Exits non-zero at the first difference,
 # printing the call.
 use strict;
@@ -144,8 +145,25 @@ for (my $n = 0; $n < $calls; $n++) {
 	my $reserve = $p->{kind} ne 'sliding window' && rand() < 0.25 ? ", reserve => true" : "";
 	my $throws = rand() < 0.05 ? ", throws => true" : "";
 
-	if ($r < 0.60) {
+	if ($r < 0.56) {
 		emit_call("rl_limit('$name', $key, $count$reserve$throws$cfg)");
+	}
+	elsif ($r < 0.60) {
+		# several limits, all or nothing; a limit may be named twice
+		my $m = 1 + int(rand(4));
+		my (@n, @k, @c);
+		for (1 .. $m) {
+			my $l = rand() < 0.95 ? pick(@defined) : pick(@inline);
+			push @n, "'$l->[0]'";
+			my $key = pick(@keys);
+			$key =~ s/::bigint//;
+			$key = "'$key'" if $key =~ /^\d+$/;
+			push @k, $key;
+			push @c, pick(1, 1, 2, 0.5, $l->[1]{capacity});
+		}
+		$reserve = rand() < 0.2 ? ", reserve => true" : "";
+		emit_call("rl_limit_all(ARRAY[" . join(', ', @n) . "]::text[], ARRAY["
+			. join(', ', @k) . "]::text[], ARRAY[" . join(', ', @c) . "]::float8[]$reserve$throws)");
 	}
 	elsif ($r < 0.75) {
 		emit_call("rl_check('$name', $key, $count$reserve$throws$cfg)");
@@ -246,6 +264,9 @@ for my $i (0 .. $#what) {
 	print "  C edition:   $c->[$i]\n";
 	print "  SQL edition: ", $s->[$i] // '<missing>', "\n";
 	exit 1;
+}
+if (($ENV{RL_SQLED_VERBOSE} // 0) > 1) {
+	print "$what[$_]\n  $c->[$_]\n" for 0 .. $#what;
 }
 my $errors = grep { /^ERROR/ } @$c;
 if ($ENV{RL_SQLED_VERBOSE}) {
