@@ -290,6 +290,23 @@ BEGIN
 END
 $$;
 
+-- policy_datum: a checked policy as an rl_policy value, defaults filled.
+CREATE FUNCTION _rl_policy_datum(kind text, rate float8, period interval,
+	capacity float8, max_reserved float8, shards integer, start timestamptz,
+	storage text, time_zone text)
+RETURNS rl_policy
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+	capacity := COALESCE(capacity, rate);
+	storage := COALESCE(storage, 'table');
+	PERFORM _rl_policy_of(kind, rate, period, capacity, max_reserved, shards,
+		start, storage, time_zone);
+	RETURN ROW(kind, rate, period, capacity, max_reserved, shards, start,
+		storage, time_zone)::rl_policy;
+END
+$$;
+
 -- Policy constructors: pure, checked, as the C edition's.  They run as
 -- the owner, who alone may call the _rl_ helpers.
 
@@ -301,16 +318,10 @@ CREATE FUNCTION rl_token_bucket(
 	shards integer DEFAULT 1,
 	storage text DEFAULT 'table')
 RETURNS rl_policy
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path FROM CURRENT
-AS $$
-BEGIN
-	PERFORM _rl_policy_of('token bucket', rate, period, COALESCE(capacity, rate),
-		max_reserved, shards, NULL, COALESCE(storage, 'table'), NULL);
-	RETURN ROW('token bucket', rate, period, COALESCE(capacity, rate),
-		max_reserved, shards, NULL, COALESCE(storage, 'table'), NULL)::rl_policy;
-END
-$$;
+AS $$SELECT _rl_policy_datum('token bucket', rate, period, capacity,
+	max_reserved, shards, NULL, storage, NULL)$$;
 COMMENT ON FUNCTION rl_token_bucket(float8, interval, float8, float8, integer, text) IS
 	'an inline token bucket policy: rate tokens per period, up to capacity (default rate)';
 
@@ -324,16 +335,10 @@ CREATE FUNCTION rl_fixed_window(
 	storage text DEFAULT 'table',
 	time_zone text DEFAULT NULL)
 RETURNS rl_policy
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path FROM CURRENT
-AS $$
-BEGIN
-	PERFORM _rl_policy_of('fixed window', rate, period, COALESCE(capacity, rate),
-		max_reserved, shards, start, COALESCE(storage, 'table'), time_zone);
-	RETURN ROW('fixed window', rate, period, COALESCE(capacity, rate),
-		max_reserved, shards, start, COALESCE(storage, 'table'), time_zone)::rl_policy;
-END
-$$;
+AS $$SELECT _rl_policy_datum('fixed window', rate, period, capacity,
+	max_reserved, shards, start, storage, time_zone)$$;
 COMMENT ON FUNCTION rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) IS
 	'an inline fixed window policy: rate tokens at each window start, up to capacity (default rate)';
 
@@ -343,15 +348,9 @@ CREATE FUNCTION rl_sliding_window(
 	start timestamptz DEFAULT NULL,
 	storage text DEFAULT 'table')
 RETURNS rl_policy
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path FROM CURRENT
-AS $$
-BEGIN
-	PERFORM _rl_policy_of('sliding window', rate, period, rate,
-		NULL, 1, start, COALESCE(storage, 'table'), NULL);
-	RETURN ROW('sliding window', rate, period, rate,
-		NULL, 1, start, COALESCE(storage, 'table'), NULL)::rl_policy;
-END
-$$;
+AS $$SELECT _rl_policy_datum('sliding window', rate, period, rate,
+	NULL, 1, start, storage, NULL)$$;
 COMMENT ON FUNCTION rl_sliding_window(float8, interval, timestamptz, text) IS
 	'an inline sliding window policy: at most rate per period, estimated from the counts of the current and the previous window';

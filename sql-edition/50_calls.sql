@@ -296,6 +296,48 @@ BEGIN
 END
 $$;
 
+-- required_bool: reserve, throws and jitter must be given.
+CREATE FUNCTION _rl_require_flags(reserve boolean, throws boolean, jitter boolean)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+	IF reserve IS NULL THEN
+		RAISE EXCEPTION 'reserve must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF throws IS NULL THEN
+		RAISE EXCEPTION 'throws must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF jitter IS NULL THEN
+		RAISE EXCEPTION 'jitter must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+END
+$$;
+
+-- hold_rows: lock a key's row, a missing one first created full (which
+-- is what no row means), and return its state.
+CREATE FUNCTION _rl_hold(t _rl_target, key text)
+RETURNS _rl_stored
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	s _rl_stored;
+	now bigint;
+BEGIN
+	LOOP
+		s := _rl_read(t.stored, key, true);
+		EXIT WHEN s.ts IS NOT NULL;
+		now := _rl_us(_rl_now());
+		s := _rl_initial_state(t.policy, _rl_origin(t, key), now);
+		PERFORM _rl_check_state_time(s, now);
+		INSERT INTO rate_limits AS r (name, key, shard, value, ts, prev)
+		VALUES (t.stored, COALESCE(_rl_hold.key, ''), 0, s.value, _rl_ts(s.ts), s.prev)
+		ON CONFLICT DO NOTHING;
+	END LOOP;
+	RETURN s;
+END
+$$;
+
 -- The rl_result of an answer (result_datum in src/functions.c): remaining
 -- in whole tokens when the limit and the count are whole.
 CREATE FUNCTION _rl_result(p _rl_policy, count float8, d _rl_decision)
@@ -334,15 +376,7 @@ BEGIN
 	IF count IS NULL THEN
 		RAISE EXCEPTION 'count must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF reserve IS NULL THEN
-		RAISE EXCEPTION 'reserve must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF throws IS NULL THEN
-		RAISE EXCEPTION 'throws must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF jitter IS NULL THEN
-		RAISE EXCEPTION 'jitter must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
+	PERFORM _rl_require_flags(reserve, throws, jitter);
 	IF consuming AND wait IS NOT NULL THEN
 		wait_us := _rl_interval_usecs(wait);
 		IF NOT (wait_us >= 0 AND wait_us <= 31557600000000000::float8) THEN
@@ -507,16 +541,7 @@ BEGIN
 	END IF;
 	t := _rl_resolve(name, key, config, false, true);
 	PERFORM _rl_require_writable('rl_' || adjustment || '()');
-	LOOP
-		s := _rl_read(t.stored, key, true);
-		EXIT WHEN s.ts IS NOT NULL;
-		now := _rl_us(_rl_now());
-		o := _rl_initial_state(t.policy, _rl_origin(t, key), now);
-		PERFORM _rl_check_state_time(o, now);
-		INSERT INTO rate_limits AS r (name, key, shard, value, ts, prev)
-		VALUES (t.stored, COALESCE(_rl_adjust.key, ''), 0, o.value, _rl_ts(o.ts), o.prev)
-		ON CONFLICT DO NOTHING;
-	END LOOP;
+	s := _rl_hold(t, key);
 	t := _rl_reread(t);
 	now := _rl_us(_rl_now());
 	o := _rl_adjust_state(t.policy, _rl_origin(t, key), adjustment, s, now,

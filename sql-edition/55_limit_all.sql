@@ -53,7 +53,6 @@ DECLARE
 	st _rl_stored[];
 	d _rl_decision[];
 	s _rl_stored;
-	o _rl_stored;
 	now bigint;
 	refused integer;
 	tightest integer;
@@ -70,15 +69,7 @@ BEGIN
 		RAISE EXCEPTION 'rl_limit_all needs at least one limit'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	IF reserve IS NULL THEN
-		RAISE EXCEPTION 'reserve must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF throws IS NULL THEN
-		RAISE EXCEPTION 'throws must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF jitter IS NULL THEN
-		RAISE EXCEPTION 'jitter must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
+	PERFORM _rl_require_flags(reserve, throws, jitter);
 	names := ARRAY(SELECT pg_catalog.unnest(names));
 	keys := ARRAY(SELECT pg_catalog.unnest(keys));
 	counts := ARRAY(SELECT pg_catalog.unnest(counts));
@@ -129,17 +120,7 @@ BEGIN
 		FOREACH i IN ARRAY ord LOOP
 			CONTINUE WHEN first[i] <> i;
 			PERFORM _rl_check_count((t[i]).policy, total[i], reserve);
-			LOOP
-				s := _rl_read((t[i]).stored, keys[i], true);
-				EXIT WHEN s.ts IS NOT NULL;
-				now := _rl_us(_rl_now());
-				o := _rl_initial_state((t[i]).policy, _rl_origin(t[i], keys[i]), now);
-				PERFORM _rl_check_state_time(o, now);
-				INSERT INTO rate_limits AS r (name, key, shard, value, ts, prev)
-				VALUES ((t[i]).stored, COALESCE(keys[i], ''), 0, o.value, _rl_ts(o.ts), o.prev)
-				ON CONFLICT DO NOTHING;
-			END LOOP;
-			st[i] := s;
+			st[i] := _rl_hold(t[i], keys[i]);
 		END LOOP;
 		FOREACH i IN ARRAY ord LOOP
 			CONTINUE WHEN first[i] <> i;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # sql-edition/build.sh OUTDIR: the SQL edition's two scripts, from the
-# numbered files of this folder concatenated in order (one source):
+# numbered files of this folder concatenated in order (one source; a
+# .sql.in file's declarations once per key type):
 #   OUTDIR/ratelimit_sql--1.3.sql        the install a user runs (psql -f)
 #   OUTDIR/ratelimit_sql--1.3.pgtle.sql  the same text as the body of a
 #                                        pg_tle extension, ratelimit_sql
@@ -14,7 +15,24 @@ out=$(cd "$out" && pwd)
 install=$out/ratelimit_sql--$version.sql
 pgtle=$out/ratelimit_sql--$version.pgtle.sql
 
-cat "$here"/[0-9][0-9]_*.sql >"$install.tmp"
+# A file NN_*.sql.in holds a header, a line "-- @PER KEY TYPE@", and
+# declarations written once per key type: @KEY_TYPE@ is the type,
+# @KEY_DEFAULT@ the key's default (the text version's alone), @KEY_TEXT@
+# the key as text.
+per_key() {
+	sed -n '1,/^-- @PER KEY TYPE@$/p' "$1" | sed '$d'
+	for type in text bigint integer smallint uuid; do
+		if [ "$type" = text ]; then default=' DEFAULT NULL' keytext=key; else default= keytext=key::text; fi
+		sed -e '1,/^-- @PER KEY TYPE@$/d' -e "s/@KEY_TYPE@/$type/g" \
+			-e "s/@KEY_DEFAULT@/$default/g" -e "s/@KEY_TEXT@/$keytext/g" "$1"
+	done
+}
+for f in "$here"/[0-9][0-9]_*; do
+	case $f in
+	*.sql) cat "$f" ;;
+	*.sql.in) per_key "$f" ;;
+	esac
+done >"$install.tmp"
 # The body is quoted with a dollar tag that the text must not contain.
 if grep -q '\$rl_body\$' "$install.tmp"; then
 	echo "build.sh: the source contains the tag \$rl_body\$" >&2
