@@ -35,11 +35,11 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
+OBJS = src/access.o src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
 	src/definitions.o src/direct.o src/errors.o src/fields.o src/functions.o src/gc.o \
-	src/held.o src/http.o src/limit.o src/memory.o src/memory_file.o src/memory_gc.o \
-	src/memory_names.o src/memory_table.o src/memory_xact.o src/names.o src/policy.o \
-	src/sha256.o src/shmem.o src/stats.o src/storage.o src/store.o src/store_memory.o \
+	src/held.o src/http.o src/kinds.o src/limit.o src/memory.o src/memory_file.o src/memory_gc.o \
+	src/memory_names.o src/memory_table.o src/memory_xact.o src/names.o src/policy.o src/refused.o \
+	src/sha256.o src/shmem.o src/stats.o src/storage.o src/storage_access.o src/store.o src/store_memory.o \
 	src/store_table.o src/target.o src/trigger.o src/wait.o
 DATA = ratelimit--1.0.sql ratelimit--1.0--1.1.sql ratelimit--1.1.sql \
 	ratelimit--1.1--1.2.sql ratelimit--1.2.sql \
@@ -55,7 +55,9 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	boundaries limit_all_prefixes time_extremes adjust http_headers \
 	concurrency stats new_keys inline_policies trigger_keys memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding \
-	row_hints memory_retry public_bounds canonical memory_quota reset result
+	row_hints memory_retry public_bounds canonical memory_quota reset result refused \
+	inet_keys \
+	settle partial
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -69,7 +71,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	shards_holder_nowait shards_shrink concurrency_redefine lease_redefine \
 	memory_last_token memory_lowered memory_gc_undefined memory_drop_extension row_hints \
 	policies_mixed_recheck policies_block_race overrides overrides_untracked \
-	wait_race redefine_store_wait
+	wait_race redefine_store_wait access_lists \
+	settle_race partial_race
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -91,10 +94,12 @@ include $(PGXS)
 # line says which.  make test's cluster lacks nothing.
 PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding memory_retry \
-	public_bounds canonical memory_quota reset result
+	public_bounds canonical memory_quota reset result refused inet_keys \
+	settle partial
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
-	policies_block_race overrides wait_race redefine_store_wait
+	policies_block_race overrides wait_race redefine_store_wait access_lists \
+	settle_race partial_race
 PREPARED_REGRESS = memory_prepared
 ifneq ($(filter installcheck,$(MAKECMDGOALS)),)
 comma := ,
@@ -164,17 +169,17 @@ unit: test/unit/test_algebra test/unit/random_depth test/unit/test_sha256 test/u
 	test/unit/random_depth 20000 1
 	test/unit/sliding_trace 100000 1
 
-test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/algebra.h src/fields.c src/fields.h
-	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c src/fields.c -lm
+test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/kinds.c src/algebra.h src/fields.c src/fields.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c src/kinds.c src/fields.c -lm
 
 test/unit/test_sha256: test/unit/test_sha256.c src/sha256.c src/sha256.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_sha256.c src/sha256.c
 
-test/unit/sliding_trace: test/unit/sliding_trace.c src/algebra.c src/algebra.h
-	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/sliding_trace.c src/algebra.c -lm
+test/unit/sliding_trace: test/unit/sliding_trace.c src/algebra.c src/kinds.c src/algebra.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/sliding_trace.c src/algebra.c src/kinds.c -lm
 
-test/unit/random_depth: test/unit/random_depth.c src/algebra.c src/algebra.h
-	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/random_depth.c src/algebra.c -lm
+test/unit/random_depth: test/unit/random_depth.c src/algebra.c src/kinds.c src/algebra.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/random_depth.c src/algebra.c src/kinds.c -lm
 
 EXTRA_CLEAN = test/unit/test_algebra test/unit/random_depth test/unit/sliding_trace test/unit/test_sha256 results regression.diffs regression.out output_iso
 

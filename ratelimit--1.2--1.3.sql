@@ -20,9 +20,10 @@ WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespa
 ALTER TYPE @extschema@.rl_result ADD ATTRIBUTE capacity float8,
 	ADD ATTRIBUTE allowed boolean,
 	ADD ATTRIBUTE retry_after_ms bigint,
-	ADD ATTRIBUTE reset_after_ms bigint;
+	ADD ATTRIBUTE reset_after_ms bigint,
+	ADD ATTRIBUTE granted float8;
 COMMENT ON TYPE @extschema@.rl_result IS
-	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, and the times in milliseconds';
+	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, the times in milliseconds, and the tokens taken';
 COMMENT ON COLUMN @extschema@.rl_result.ok IS
 	'the call got its tokens (a reservation too: see allowed)';
 COMMENT ON COLUMN @extschema@.rl_result.retry_after IS
@@ -39,6 +40,8 @@ COMMENT ON COLUMN @extschema@.rl_result.retry_after_ms IS
 	'retry_after in whole milliseconds, rounded up';
 COMMENT ON COLUMN @extschema@.rl_result.reset_after_ms IS
 	'reset_after in whole milliseconds, rounded up';
+COMMENT ON COLUMN @extschema@.rl_result.granted IS
+	'the tokens the call took: count when ok, 0 when refused, what the key held for a partial call (shadow mode, an allowed address: count, though it took nothing)';
 ALTER TYPE @extschema@.rl_all_result ADD ATTRIBUTE remaining float8,
 	ADD ATTRIBUTE reset_after interval,
 	ADD ATTRIBUTE capacity float8,
@@ -99,6 +102,23 @@ ALTER TYPE @extschema@.rl_policy ADD ATTRIBUTE time_zone text;
 ALTER TABLE @extschema@.rl_definitions ADD COLUMN time_zone text;
 COMMENT ON COLUMN @extschema@.rl_definitions.time_zone IS
 	'fixed window: calendar windows (a period of 1 day, 1 week, 1 month or 1 year) starting at local midnight in this time zone; NULL for windows of a period';
+-- inet keys counted by network (1.3), after time_zone, as in a fresh install.
+ALTER TABLE @extschema@.rl_definitions ADD COLUMN ipv4_prefix smallint
+		CHECK (ipv4_prefix OPERATOR(pg_catalog.>=) 1 AND ipv4_prefix OPERATOR(pg_catalog.<=) 32),
+	ADD COLUMN ipv6_prefix smallint
+		CHECK (ipv6_prefix OPERATOR(pg_catalog.>=) 1 AND ipv6_prefix OPERATOR(pg_catalog.<=) 128);
+COMMENT ON COLUMN @extschema@.rl_definitions.ipv4_prefix IS
+	'an IPv4 key counts as its network of this prefix length (24: 10.1.2.0/24 for 10.1.2.3); NULL: each address is a key';
+COMMENT ON COLUMN @extschema@.rl_definitions.ipv6_prefix IS
+	'an IPv6 key counts as its network of this prefix length (64: 2001:db8::/64 for 2001:db8::1); NULL: each address is a key';
+
+-- Debt (1.3): under max_debt a call is admitted on a positive balance and
+-- may take the key below zero, down to -max_debt; the last column of
+-- rl_definitions, as in a fresh install.
+ALTER TABLE @extschema@.rl_definitions ADD COLUMN max_debt float8
+	CHECK (max_debt OPERATOR(pg_catalog.>=) 0);
+COMMENT ON COLUMN @extschema@.rl_definitions.max_debt IS
+	'a call is admitted on a positive balance and may take the key down to -max_debt, as may rl_settle''s charge (token bucket and fixed window, without shards or max_reserved); NULL: a call needs its whole count';
 
 DROP FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer);
 DROP FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz);
@@ -147,15 +167,18 @@ CREATE FUNCTION @extschema@.rl_define(
 	block_for interval DEFAULT NULL,
 	block_factor float8 DEFAULT NULL,
 	block_max interval DEFAULT NULL,
-	block_horizon interval DEFAULT NULL)
+	block_horizon interval DEFAULT NULL,
+	ipv4_prefix integer DEFAULT NULL,
+	ipv6_prefix integer DEFAULT NULL,
+	max_debt float8 DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_define'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) IS
-	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; time_zone: a fixed window of calendar windows (1 day, 1 week, 1 month or 1 year) starting at local midnight there; shadow: grant and count what it would refuse; block_for: block a key that is refused, for longer on repeated offences with block_factor (up to block_max, one offence forgotten per block_horizon); the state of the store it keeps is kept';
+COMMENT ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8) IS
+	'create or replace a named rate limit; storage ''table'' (the default) or ''memory''; time_zone: a fixed window of calendar windows (1 day, 1 week, 1 month or 1 year) starting at local midnight there; shadow: grant and count what it would refuse; block_for: block a key that is refused, for longer on repeated offences with block_factor (up to block_max, one offence forgotten per block_horizon); ipv4_prefix, ipv6_prefix: an inet key counts its whole network of that prefix length as one key; max_debt: admit on a positive balance, and let a call or rl_settle take the key down to -max_debt; the state of the store it keeps is kept';
 REVOKE ALL ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_token_bucket(float8, interval, float8, float8, integer, text) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rl_fixed_window(float8, interval, float8, float8, integer, timestamptz, text, text) TO PUBLIC;
 
@@ -404,14 +427,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, text, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -421,14 +445,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, bigint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -438,14 +463,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, integer, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -455,14 +481,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, smallint, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_limit(
 	name text,
@@ -472,14 +499,15 @@ CREATE FUNCTION @extschema@.rl_limit(
 	throws boolean DEFAULT false,
 	config @extschema@.rl_policy DEFAULT NULL,
 	jitter boolean DEFAULT false,
-	wait interval DEFAULT NULL)
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
 RETURNS @extschema@.rl_result
 AS 'MODULE_PATHNAME', 'rl_limit'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) IS
-	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait';
-REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much)';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, uuid, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
 
 -- rl_reset's config argument (1.3): reset the key's state under an inline
 -- policy, as rl_limit with that config uses it (a memory key at commit).
@@ -795,6 +823,145 @@ END
 $$;
 DROP TABLE pg_temp.rl_update_functions;
 
+-- Settling a cost known only after the work (1.3): a call admitted on an
+-- estimate (rl_limit's count) is charged its actual cost, in the caller's
+-- transaction.  Not granted to PUBLIC, as rl_refund: a return gives
+-- tokens back.
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key text,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, text, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key bigint,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, bigint, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key integer,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, integer, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key smallint,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, smallint, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key uuid,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, uuid, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+CREATE FUNCTION @extschema@.rl_settle(
+	name text,
+	key inet,
+	estimated float8,
+	actual float8,
+	config @extschema@.rl_policy DEFAULT NULL,
+	OUT value float8,
+	OUT ts timestamptz,
+	OUT unsettled float8)
+AS 'MODULE_PATHNAME', 'rl_settle'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_settle(text, inet, float8, float8, @extschema@.rl_policy) IS
+	'charge a call admitted on estimated its actual cost, in one step inside the caller''s transaction: take the difference (below zero too, never past -max_debt; unsettled: what that bound left) or give it back (never above capacity); the key''s state';
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, text, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, bigint, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, integer, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, smallint, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, uuid, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rl_settle(text, inet, float8, float8, @extschema@.rl_policy) FROM PUBLIC;
+
+COMMENT ON FUNCTION @extschema@.rl_stats_reset(text) IS
+	'zero the statistics of one limit name in this database, its rl_refused rows included; with NULL, forget every row of rl_stats and rl_refused (every database)';
+
+-- who is refused (1.3)
+-- Per limit name, the keys refused and blocked most over the last two
+-- windows of ratelimit.refused_window, kept in shared memory by the
+-- library (src/refused.c) for every database, each database reading its
+-- own: statistics, not transactional state.
+CREATE FUNCTION @extschema@.rl_refused_rows(
+	OUT dbid oid,
+	OUT name text,
+	OUT key text,
+	OUT refusals bigint,
+	OUT blocks bigint,
+	OUT error bigint,
+	OUT since timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'rl_refused_rows'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.rl_refused_rows() IS
+	'the rows behind the view rl_refused: per limit name of the current database, the ratelimit.refused_top_k keys with the most refusals and blocks';
+REVOKE ALL ON FUNCTION @extschema@.rl_refused_rows() FROM PUBLIC;
+
+-- Not granted to PUBLIC: it lists the keys (addresses, user ids) refused.
+CREATE VIEW @extschema@.rl_refused AS
+SELECT r.dbid,
+	d.datname,
+	r.name,
+	r.key,
+	r.refusals,
+	r.blocks,
+	r.error,
+	r.since
+FROM @extschema@.rl_refused_rows() r
+LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) r.dbid
+ORDER BY r.dbid, r.name,
+	r.refusals OPERATOR(pg_catalog.+) r.blocks OPERATOR(pg_catalog.+) r.error DESC,
+	r.key;
+COMMENT ON VIEW @extschema@.rl_refused IS
+	'per limit name of the current database: the keys refused and blocked most in the current and the previous window of ratelimit.refused_window (at most ratelimit.refused_top_k per name); not transactional';
+COMMENT ON COLUMN @extschema@.rl_refused.dbid IS 'the database the calls ran in: the current one';
+COMMENT ON COLUMN @extschema@.rl_refused.datname IS 'its name';
+COMMENT ON COLUMN @extschema@.rl_refused.name IS 'the limit name';
+COMMENT ON COLUMN @extschema@.rl_refused.key IS 'the key (its first 128 bytes); NULL for the NULL key';
+COMMENT ON COLUMN @extschema@.rl_refused.refusals IS 'refused calls of the key counted since since: consuming calls and rl_check calls';
+COMMENT ON COLUMN @extschema@.rl_refused.blocks IS 'blocks of the key that started (block_for) counted since since';
+COMMENT ON COLUMN @extschema@.rl_refused.error IS 'at most this many refusals and blocks of the key went uncounted, before it was counted; 0: refusals and blocks are exact';
+COMMENT ON COLUMN @extschema@.rl_refused.since IS 'when the key was first counted in the two windows (the limiter''s clock)';
+REVOKE ALL ON @extschema@.rl_refused FROM PUBLIC;
+
 -- Roles for the application and for migrations.  rl_grant_sets is the one
 -- list of what each set grants: 'app' (what an application calls),
 -- 'admin' (what a migration or an operator calls) and 'none' (neither:
@@ -820,15 +987,19 @@ VALUES
 	('app', 'rl_now', 'EXECUTE'),
 	-- act on any key by any amount (not granted to PUBLIC)
 	('app', 'rl_refund', 'EXECUTE'),
+	('app', 'rl_settle', 'EXECUTE'),
 	('app', 'rl_penalize', 'EXECUTE'),
 	('app', 'rl_block', 'EXECUTE'),
 	('app', 'rl_reset', 'EXECUTE'),
-	-- define and drop limits and overrides, clean up, read every key
+	-- define and drop limits, overrides and lists, clean up, read every key
 	('admin', 'rl_define', 'EXECUTE'),
 	('admin', 'rl_define_concurrency', 'EXECUTE'),
 	('admin', 'rl_undefine', 'EXECUTE'),
 	('admin', 'rl_override', 'EXECUTE'),
 	('admin', 'rl_unoverride', 'EXECUTE'),
+	('admin', 'rl_allow', 'EXECUTE'),
+	('admin', 'rl_deny', 'EXECUTE'),
+	('admin', 'rl_unlist', 'EXECUTE'),
 	('admin', 'rl_gc', 'EXECUTE'),
 	('admin', 'rl_gc_memory', 'EXECUTE'),
 	('admin', 'rl_memory_forget', 'EXECUTE'),
@@ -840,6 +1011,8 @@ VALUES
 	('admin', 'rl_stats_rows', 'EXECUTE'),
 	('admin', 'rl_stats_info', 'SELECT'),
 	('admin', 'rl_stats_info_row', 'EXECUTE'),
+	('admin', 'rl_refused', 'SELECT'),
+	('admin', 'rl_refused_rows', 'EXECUTE'),
 	('admin', 'rl_permits', 'SELECT'),
 	('admin', 'rl_lease_status', 'SELECT'),
 	('admin', 'rl_grant_sets', 'SELECT'),
@@ -850,6 +1023,7 @@ VALUES
 	('none', 'rate_limits', NULL),
 	('none', 'rl_definitions', NULL),
 	('none', 'rl_overrides', NULL),
+	('none', 'rl_access', NULL),
 	('none', 'rl_leases', NULL),
 	-- granting them would let a role grant
 	('none', 'rl_grant_set', NULL),
@@ -935,7 +1109,7 @@ BEGIN ATOMIC
 	SELECT @extschema@.rl_grant_set('app', role, false);
 END;
 COMMENT ON FUNCTION @extschema@.rl_grant_app(regrole) IS
-	'grant a role what an application calls: rl_limit, rl_check, rl_value, rl_limit_all, rl_headers, rl_refund, rl_penalize, rl_block, rl_reset, concurrency permits and leases (every overload; rl_grant_sets lists them); the extension''s owner or a superuser only';
+	'grant a role what an application calls: rl_limit, rl_check, rl_value, rl_limit_all, rl_headers, rl_refund, rl_settle, rl_penalize, rl_block, rl_reset, concurrency permits and leases (every overload; rl_grant_sets lists them); the extension''s owner or a superuser only';
 REVOKE ALL ON FUNCTION @extschema@.rl_grant_app(regrole) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_grant_admin(role regrole)
@@ -945,7 +1119,7 @@ BEGIN ATOMIC
 	SELECT @extschema@.rl_grant_set('admin', role, false);
 END;
 COMMENT ON FUNCTION @extschema@.rl_grant_admin(regrole) IS
-	'grant a role what a migration or an operator calls: rl_define, rl_define_concurrency, rl_undefine, rl_override, rl_unoverride, rl_gc, rl_stats_reset and the views rl_status, rl_stats (rl_grant_sets lists them); the extension''s owner or a superuser only';
+	'grant a role what a migration or an operator calls: rl_define, rl_define_concurrency, rl_undefine, rl_override, rl_unoverride, rl_allow, rl_deny, rl_unlist, rl_gc, rl_stats_reset and the views rl_status, rl_stats, rl_refused (rl_grant_sets lists them); the extension''s owner or a superuser only';
 REVOKE ALL ON FUNCTION @extschema@.rl_grant_admin(regrole) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_revoke_app(role regrole)
@@ -967,3 +1141,169 @@ END;
 COMMENT ON FUNCTION @extschema@.rl_revoke_admin(regrole) IS
 	'revoke from a role what rl_grant_admin granted it; the extension''s owner or a superuser only';
 REVOKE ALL ON FUNCTION @extschema@.rl_revoke_admin(regrole) FROM PUBLIC;
+
+-- inet keys and allow and deny lists (1.3).  An inet key is stored as its
+-- host address in PostgreSQL's form ('10.1.2.3', '2001:db8::1'), the same
+-- key as that text; with ipv4_prefix or ipv6_prefix in its definition, as
+-- its network ('10.1.2.0/24').  An inet with a netmask is refused.
+CREATE FUNCTION @extschema@.rl_limit(
+	name text,
+	key inet,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false,
+	wait interval DEFAULT NULL,
+	partial boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_limit'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_limit(text, inet, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) IS
+	'consume count tokens inside the caller''s transaction; a rollback returns them; wait: sleep until granted when retry_after is at most wait; partial: take what the key holds when less than count (granted says how much); a denied address is refused at once, an allowed one granted without consuming';
+REVOKE ALL ON FUNCTION @extschema@.rl_limit(text, inet, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_limit(text, inet, float8, boolean, boolean, @extschema@.rl_policy, boolean, interval, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_check(
+	name text,
+	key inet,
+	count float8 DEFAULT 1,
+	reserve boolean DEFAULT false,
+	throws boolean DEFAULT false,
+	config @extschema@.rl_policy DEFAULT NULL,
+	jitter boolean DEFAULT false)
+RETURNS @extschema@.rl_result
+AS 'MODULE_PATHNAME', 'rl_check'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_check(text, inet, float8, boolean, boolean, @extschema@.rl_policy, boolean) IS
+	'what rl_limit would answer, without consuming, writing or locking; a denied address is refused at once, an allowed one granted without consuming';
+REVOKE ALL ON FUNCTION @extschema@.rl_check(text, inet, float8, boolean, boolean, @extschema@.rl_policy, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_check(text, inet, float8, boolean, boolean, @extschema@.rl_policy, boolean) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_value(
+	name text,
+	key inet,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_value'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_value(text, inet, @extschema@.rl_policy) IS
+	'the tokens a limit holds now, without writing or locking';
+REVOKE ALL ON FUNCTION @extschema@.rl_value(text, inet, @extschema@.rl_policy) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rl_value(text, inet, @extschema@.rl_policy) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_reset(
+	name text,
+	key inet,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_reset'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_reset(text, inet, @extschema@.rl_policy) IS
+	'forget the state of one key (every shard): it starts again from a full bucket; config: the key''s state under that inline policy, as rl_limit with it uses';
+REVOKE ALL ON FUNCTION @extschema@.rl_reset(text, inet, @extschema@.rl_policy) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_refund(
+	name text,
+	key inet,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_refund'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_refund(text, inet, float8, @extschema@.rl_policy) IS
+	'give count tokens back to a key, never above capacity; inside the callers transaction';
+REVOKE ALL ON FUNCTION @extschema@.rl_refund(text, inet, float8, @extschema@.rl_policy) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_penalize(
+	name text,
+	key inet,
+	count float8 DEFAULT 1,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_penalize'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_penalize(text, inet, float8, @extschema@.rl_policy) IS
+	'take count tokens from a key without a check; the value may go below zero (full again within 1000 years)';
+REVOKE ALL ON FUNCTION @extschema@.rl_penalize(text, inet, float8, @extschema@.rl_policy) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_block(
+	name text,
+	key inet,
+	duration interval,
+	config @extschema@.rl_policy DEFAULT NULL)
+RETURNS @extschema@.rl_state
+AS 'MODULE_PATHNAME', 'rl_block'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_block(text, inet, interval, @extschema@.rl_policy) IS
+	'refuse every call on a key for duration (token bucket: empty at now + duration; fixed window: until the first window start at or after it); rl_reset lifts it';
+REVOKE ALL ON FUNCTION @extschema@.rl_block(text, inet, interval, @extschema@.rl_policy) FROM PUBLIC;
+
+-- Allow and deny lists: per defined rate limit, networks (a host is a
+-- /32 or /128) whose addresses are granted without consuming ('allow') or
+-- refused at once ('deny'), until expires_at (NULL: for ever).  Checked
+-- for a key that is an address, before its state: the most specific
+-- network that holds the address wins, and deny over allow at the same
+-- one.  Cached per backend like definitions, by the same triggers.
+CREATE TABLE @extschema@.rl_access (
+	name text COLLATE "C" NOT NULL,
+	net cidr NOT NULL,
+	action text NOT NULL
+		CHECK (action OPERATOR(pg_catalog.=) ANY (ARRAY['allow', 'deny'])),
+	expires_at timestamptz,
+	note text,
+	PRIMARY KEY (name, net, action)
+);
+CREATE INDEX rl_access_net ON @extschema@.rl_access USING gist (net inet_ops);
+COMMENT ON TABLE @extschema@.rl_access IS
+	'allow and deny lists of named rate limits: networks whose addresses are granted without consuming or refused at once; write them with rl_allow(), rl_deny() and rl_unlist()';
+COMMENT ON COLUMN @extschema@.rl_access.net IS
+	'the network; the most specific one holding a key''s address decides, deny before allow at the same one';
+COMMENT ON COLUMN @extschema@.rl_access.expires_at IS
+	'from then on the entry is ignored; NULL: never';
+REVOKE ALL ON TABLE @extschema@.rl_access FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_access', '');
+CREATE TRIGGER rl_access_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rl_access
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_access_changed ON @extschema@.rl_access IS
+	'keeps the per-backend allow and deny list caches fresh';
+ALTER TABLE @extschema@.rl_access ENABLE ALWAYS TRIGGER rl_access_changed;
+CREATE TRIGGER rl_access_row_changed
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.rl_access
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.rl_definitions_changed();
+COMMENT ON TRIGGER rl_access_row_changed ON @extschema@.rl_access IS
+	'keeps the per-backend allow and deny list caches fresh, also for changes a logical-replication worker applies';
+ALTER TABLE @extschema@.rl_access ENABLE ALWAYS TRIGGER rl_access_row_changed;
+
+CREATE FUNCTION @extschema@.rl_allow(
+	name text,
+	net cidr,
+	expires timestamptz DEFAULT NULL,
+	note text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_allow'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_allow(text, cidr, timestamptz, text) IS
+	'allow a network (or one address) of a named rate limit until expires (NULL: for ever): its addresses are granted without consuming; replaces an allow of the same network';
+REVOKE ALL ON FUNCTION @extschema@.rl_allow(text, cidr, timestamptz, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_deny(
+	name text,
+	net cidr,
+	expires timestamptz DEFAULT NULL,
+	note text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'rl_deny'
+LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_deny(text, cidr, timestamptz, text) IS
+	'deny a network (or one address) of a named rate limit until expires (NULL: for ever): its addresses are refused at once, retry_after the time to expiry; replaces a deny of the same network';
+REVOKE ALL ON FUNCTION @extschema@.rl_deny(text, cidr, timestamptz, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.rl_unlist(name text, net cidr)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'rl_unlist'
+LANGUAGE C VOLATILE STRICT SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rl_unlist(text, cidr) IS
+	'drop the allow and the deny entry of exactly this network; false when it had none';
+REVOKE ALL ON FUNCTION @extschema@.rl_unlist(text, cidr) FROM PUBLIC;

@@ -49,9 +49,9 @@ SELECT rl_headers('odd', rl_check('odd', 'u', config => rl_token_bucket(2.5, '90
 SELECT rl_define('g', 'token bucket', 40, '1 minute', shards => 4);
 SELECT rl_headers('g', rl_check('g', 'u'))->>'RateLimit-Policy' AS policy;
 -- hand-made answers: the rounding at the edges
-SELECT rl_headers('api', ROW(true, NULL, 7.999, '00:00:01.000001', NULL, NULL, NULL, NULL)::rl_result);
-SELECT rl_headers('api', ROW(false, '00:00:00', 3, '00:01:00', NULL, NULL, NULL, NULL)::rl_result);
-SELECT rl_headers('api', ROW(true, NULL, 1e300, '-00:00:05', NULL, NULL, NULL, NULL)::rl_result);
+SELECT rl_headers('api', ROW(true, NULL, 7.999, '00:00:01.000001', NULL, NULL, NULL, NULL, NULL)::rl_result);
+SELECT rl_headers('api', ROW(false, '00:00:00', 3, '00:01:00', NULL, NULL, NULL, NULL, NULL)::rl_result);
+SELECT rl_headers('api', ROW(true, NULL, 1e300, '-00:00:05', NULL, NULL, NULL, NULL, NULL)::rl_result);
 
 -- a policy name is a structured-field String: '"' and '\' escaped, bytes
 -- it cannot hold (control characters, UTF-8) replaced by '_'
@@ -65,13 +65,13 @@ SELECT jsonb_agg(jsonb_build_object(key, value) ORDER BY key)
 FROM jsonb_each_text(rl_headers('fw', rl_check('fw', 'u', 50)));
 
 -- errors
-SELECT rl_headers('nosuch', ROW(true, NULL, 1, '00:00:01', NULL, NULL, NULL, NULL)::rl_result);
-SELECT rl_headers('api', ROW(true, NULL, 1, '00:00:01', NULL, NULL, NULL, NULL)::rl_result, rl_token_bucket(1, '1 hour'));
+SELECT rl_headers('nosuch', ROW(true, NULL, 1, '00:00:01', NULL, NULL, NULL, NULL, NULL)::rl_result);
+SELECT rl_headers('api', ROW(true, NULL, 1, '00:00:01', NULL, NULL, NULL, NULL, NULL)::rl_result, rl_token_bucket(1, '1 hour'));
 SELECT rl_headers('api', NULL);
-SELECT rl_headers(NULL, ROW(true, NULL, 1, '00:00:01', NULL, NULL, NULL, NULL)::rl_result);
-SELECT rl_headers('api', ROW(NULL, NULL, 1, '00:00:01', NULL, NULL, NULL, NULL)::rl_result);
-SELECT rl_headers('api', ROW(true, NULL, NULL, '00:00:01', NULL, NULL, NULL, NULL)::rl_result);
-SELECT rl_headers('api', ROW(true, NULL, 1, NULL, NULL, NULL, NULL, NULL)::rl_result);
+SELECT rl_headers(NULL, ROW(true, NULL, 1, '00:00:01', NULL, NULL, NULL, NULL, NULL)::rl_result);
+SELECT rl_headers('api', ROW(NULL, NULL, 1, '00:00:01', NULL, NULL, NULL, NULL, NULL)::rl_result);
+SELECT rl_headers('api', ROW(true, NULL, NULL, '00:00:01', NULL, NULL, NULL, NULL, NULL)::rl_result);
+SELECT rl_headers('api', ROW(true, NULL, 1, NULL, NULL, NULL, NULL, NULL, NULL)::rl_result);
 
 -- less than one token per period: one token per the time it takes, never q=0
 SELECT rl_define('half', 'token bucket', 0.5, '1 second');

@@ -46,3 +46,14 @@ DISCARD ALL;
 SELECT 'alive' AS server;
 DROP FUNCTION pinned_later();
 SELECT rl_undefine('pinned');
+-- a parallel worker restores a pinned clock written in ISO form with 'Z'
+-- (it used to crash the worker, and with it the server)
+SET ratelimit.now_override = '2026-01-01T00:00:00Z';
+SELECT set_config(name, 'on', false) AS forced_parallel
+FROM pg_settings WHERE name IN ('force_parallel_mode', 'debug_parallel_query');
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SELECT count(*) > 0 AS counted_in_a_worker FROM pg_class;
+SELECT rl_now();
+RESET ALL;
+SELECT 'alive' AS server;

@@ -154,7 +154,7 @@ SELECT rolname, function, (a.function IS NOT NULL) AS now,
 FROM granted_by_hand a FULL JOIN before_update b USING (rolname, function)
 ORDER BY 1, 2;
 SELECT has_function_privilege('regress_ratelimit_ops',
-         'rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval)',
+         'rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8)',
          'EXECUTE WITH GRANT OPTION') AS define_grant_option,
        has_function_privilege('regress_ratelimit_ops',
          'rl_reset(text, text, rl_policy)', 'EXECUTE WITH GRANT OPTION') AS reset_grant_option,

@@ -38,45 +38,6 @@
 #include <math.h>
 #include <string.h>
 
-/* The SQL name of a kind, as stored in the definitions table. */
-const char *
-rl_kind_name(RlKind kind)
-{
-	switch (kind)
-	{
-		case RL_TOKEN_BUCKET:
-			return "token bucket";
-		case RL_FIXED_WINDOW:
-			return "fixed window";
-		case RL_CONCURRENCY:
-			return "concurrency";
-		case RL_CONCURRENCY_LEASE:
-			return "concurrency lease";
-		case RL_SLIDING_WINDOW:
-			return "sliding window";
-	}
-	return "unknown";
-}
-
-/* Parse a kind's SQL name; false when it names no kind. */
-bool
-rl_kind_parse(const char *name, RlKind *kind)
-{
-	if (strcmp(name, "token bucket") == 0)
-		*kind = RL_TOKEN_BUCKET;
-	else if (strcmp(name, "fixed window") == 0)
-		*kind = RL_FIXED_WINDOW;
-	else if (strcmp(name, "concurrency") == 0)
-		*kind = RL_CONCURRENCY;
-	else if (strcmp(name, "concurrency lease") == 0)
-		*kind = RL_CONCURRENCY_LEASE;
-	else if (strcmp(name, "sliding window") == 0)
-		*kind = RL_SLIDING_WINDOW;
-	else
-		return false;
-	return true;
-}
-
 /* True when x is a finite amount within [lo, RL_MAX_AMOUNT]. */
 static bool
 amount_in_range(double x, double lo, bool lo_inclusive)
@@ -96,7 +57,8 @@ static double
 fill_time(const RlPolicy *policy)
 {
 	double		span = policy->capacity +
-		(policy->has_max_reserved ? policy->max_reserved : 0);
+		(policy->has_max_reserved ? policy->max_reserved : 0) +
+		(policy->has_max_debt ? policy->max_debt : 0);
 
 	if (policy->kind == RL_TOKEN_BUCKET)
 		return span * (double) policy->period / policy->rate;
@@ -137,6 +99,18 @@ rl_reserve_depth(const RlPolicy *policy)
 const char *
 rl_policy_problem(const RlPolicy *policy)
 {
+	if (policy->has_max_debt)
+	{
+		/* shards would each admit on a positive balance of their own */
+		if (policy->kind != RL_TOKEN_BUCKET && policy->kind != RL_FIXED_WINDOW)
+			return "max_debt applies only to token bucket and fixed window limits";
+		if (!amount_in_range(policy->max_debt, 0, true))
+			return "max_debt must be a finite number between zero and 1e15";
+		if (policy->has_max_reserved)
+			return "a limit cannot have both max_debt and max_reserved";
+		if (policy->shards != 1)
+			return "a sharded limit cannot have max_debt";
+	}
 	if (RL_KIND_IS_CONCURRENCY(policy->kind))
 	{
 		if (!(policy->capacity >= 1 && policy->capacity <= RL_MAX_PERMITS &&
@@ -220,6 +194,15 @@ rl_count_problem(const RlPolicy *policy, double count, bool reserve)
 {
 	if (!amount_in_range(count, 0, false))
 		return "count must be a finite number greater than zero and at most 1e15";
+	if (policy->has_max_debt)
+	{
+		/* a call may already take the key below zero: nothing to reserve */
+		if (reserve)
+			return "a limit with max_debt cannot reserve";
+		if (count > policy->capacity + policy->max_debt)
+			return "count exceeds the capacity plus max_debt of the limit";
+		return NULL;
+	}
 	if (reserve && policy->kind == RL_SLIDING_WINDOW)
 		return "a sliding window limit cannot reserve";
 	if (policy->shards > 1 && count > grantable(policy, reserve))
@@ -286,40 +269,6 @@ floor_mod(int64_t a, int64_t m)
 	int64_t		r = a % m;
 
 	return r < 0 ? r + m : r;
-}
-
-/*
- * The period a calendar unit counts as where a length is needed (bounds,
- * jitter): as extract(epoch from interval) counts '1 day', '1 week',
- * '1 month' (30 days) and '1 year' (365.25 days).  0 for no unit.
- */
-int64_t
-rl_calendar_period(RlCalendarUnit unit)
-{
-	switch (unit)
-	{
-		case RL_CALENDAR_NONE:
-			break;
-		case RL_CALENDAR_DAY:
-			return RL_USECS_PER_DAY;
-		case RL_CALENDAR_WEEK:
-			return 7 * RL_USECS_PER_DAY;
-		case RL_CALENDAR_MONTH:
-			return 30 * RL_USECS_PER_DAY;
-		case RL_CALENDAR_YEAR:
-			return 36525 * RL_USECS_PER_DAY / 100;
-	}
-	return 0;
-}
-
-/* The calendar unit whose period is period; RL_CALENDAR_NONE for none. */
-RlCalendarUnit
-rl_calendar_unit_of_period(int64_t period)
-{
-	for (RlCalendarUnit u = RL_CALENDAR_DAY; u <= RL_CALENDAR_YEAR; u++)
-		if (rl_calendar_period(u) == period)
-			return u;
-	return RL_CALENDAR_NONE;
 }
 
 /* True for a fixed window of calendar windows. */
@@ -1039,6 +988,20 @@ sliding_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 }
 
 /*
+ * The tokens a key must hold for a call of count to be granted: count,
+ * less the depth reservations may go to.  Under max_debt, a positive
+ * balance (the least double above zero) from which count goes no deeper
+ * than -max_debt.  rl_decide's test and the target of its wait alike.
+ */
+static inline double
+admission_need(const RlPolicy *policy, double count, bool reserve)
+{
+	if (policy->has_max_debt)
+		return fmax(count - policy->max_debt, nextafter(0.0, 1.0));
+	return count - (reserve ? rl_reserve_depth(policy) : 0);
+}
+
+/*
  * Decide a call of count tokens at time now against state (NULL for a key
  * with no stored state).  The policy and count must have passed
  * rl_policy_problem and rl_count_problem.
@@ -1050,7 +1013,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	RlState		current;
 	RlState		after;
 	RlStatus	status;
-	double		floor_value;
+	double		need;
 
 	if (!valid_time(now) || (state && !valid_time(state->ts)))
 		return RL_TIME_OUT_OF_RANGE;
@@ -1066,15 +1029,19 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	after.prev = current.prev;
 
 	/*
-	 * Granted when the tokens now cover count, less the depth reservations
-	 * may go to: the very comparison wait_for makes, so that a refusal's
-	 * retry_after is the first time this decides yes, whatever rounds.
+	 * Granted when the tokens now cover what the call needs: the very
+	 * comparison wait_for makes, so that a refusal's retry_after is the
+	 * first time this decides yes, whatever rounds.
 	 */
-	floor_value = reserve ? -rl_reserve_depth(policy) : 0;
-	decision->ok = current.value >= count + floor_value;
+	need = admission_need(policy, count, reserve);
+	decision->ok = current.value >= need;
 
+	/* a debt is no reservation (act at once); its bound holds exactly */
+	if (decision->ok && policy->has_max_debt)
+		after.value = fmax(after.value, -policy->max_debt);
 	decision->state = after;
-	decision->has_retry = after.value < 0;
+	decision->has_retry = after.value < 0 &&
+		!(decision->ok && policy->has_max_debt);
 	decision->retry_after = 0;
 	if (decision->ok)
 	{
@@ -1096,7 +1063,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 		 */
 		decision->remaining = current.value;
 		status = wait_for(policy, origin, state ? *state : current,
-						  count + floor_value, now, &decision->retry_after);
+						  need, now, &decision->retry_after);
 		if (status != RL_DECIDED)
 			return status;
 	}
@@ -1283,6 +1250,39 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
 	return window_reset(policy, origin, now, &d->reset_after);
 }
 
+/*
+ * What a partial call decides on (rl_limit's partial): count, or what the
+ * shards it holds let a call take now when that is less, in whole tokens
+ * when count is whole.  When that is nothing, min(count, 1): a call the
+ * state refuses, whose retry_after is the time until one token (or the
+ * whole count, when less) is there.  Never a reservation, never a debt:
+ * rl_decide grants exactly what it takes, by the same comparison.
+ * states[i] is NULL for a shard with no stored state (full).
+ */
+double
+rl_partial_count(const RlPolicy *policy, int64_t origin, int nshards,
+				 const RlState *const *states, int64_t now, double count)
+{
+	double		available = 0;
+	double		take;
+
+	if (!valid_time(now))
+		return count;			/* rl_decide says why */
+	for (int i = 0; i < nshards; i++)
+	{
+		if (states[i] == NULL)
+			available += policy->capacity;
+		else if (!valid_time(states[i]->ts))
+			return count;
+		else
+			available += rl_available(policy, origin, *states[i], now);
+	}
+	take = fmin(count, available);
+	if (count == floor(count))
+		take = floor(take);
+	return take > 0 ? take : fmin(count, 1);
+}
+
 /* A retry delay spread over [0, period), from a uniform draw in [0, 1). */
 int64_t
 rl_jitter(int64_t period, double unit_random)
@@ -1338,6 +1338,31 @@ rl_refund_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 		return status;
 	out->value = fmin(out->value + count, policy->capacity);
 	return RL_DECIDED;
+}
+
+/*
+ * Settle's charge of count tokens (count > 0), the part of a cost found
+ * after the work: a penalty, but under max_debt one that goes no deeper
+ * than -max_debt, taking what it can there (nothing from a key already as
+ * deep, which it never lifts).  *charged receives what it took.
+ */
+RlStatus
+rl_charge_state(const RlPolicy *policy, int64_t origin, const RlState *state,
+				int64_t now, double count, RlState *out, double *charged)
+{
+	RlStatus	status = current_state(policy, origin, state, now, out);
+
+	if (status != RL_DECIDED)
+		return status;
+	*charged = count;
+	if (policy->has_max_debt && out->value - count < -policy->max_debt)
+	{
+		*charged = fmax(out->value + policy->max_debt, 0);
+		out->value = fmin(out->value, -policy->max_debt);
+	}
+	else
+		out->value -= count;
+	return check_refillable(policy, origin, *out, now);
 }
 
 /*

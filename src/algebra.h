@@ -121,6 +121,13 @@ typedef struct RlPolicy
 	double		block_factor;	/* each offence multiplies; 0: no escalation */
 	int64_t		block_max;		/* longest escalated block */
 	int64_t		block_horizon;	/* one offence is forgotten per horizon */
+	/* address keys: a network counted as one key (0: none), lists */
+	int			ipv4_prefix;
+	int			ipv6_prefix;
+	bool		access_lists;	/* rl_access has entries for the name */
+	/* debt (token bucket and fixed window, unsharded, without reserve) */
+	bool		has_max_debt;	/* admit on a positive balance */
+	double		max_debt;		/* deepest a call or a charge may go */
 } RlPolicy;
 
 /* True when a policy escalates its automatic blocks (block_factor). */
@@ -176,6 +183,7 @@ typedef struct RlShardDecision
 	/* what a defined limit's options did (limit.c sets them, not this file) */
 	bool		shadowed;		/* refused, granted by shadow mode */
 	bool		blocked;		/* refused, and the key blocked for it */
+	double		granted;		/* what a grant takes (store.c sets it) */
 } RlShardDecision;
 
 extern const char *rl_kind_name(RlKind kind);
@@ -218,11 +226,17 @@ extern RlStatus rl_decide_shards(const RlPolicy *shard_policy, int64_t origin,
 								 int nshards, const RlState *const *states,
 								 int64_t now, double count, bool reserve,
 								 RlShardDecision *decision);
+extern double rl_partial_count(const RlPolicy *policy, int64_t origin,
+							   int nshards, const RlState *const *states,
+							   int64_t now, double count);
 extern int64_t rl_jitter(int64_t period, double unit_random);
 
 extern RlStatus rl_refund_state(const RlPolicy *policy, int64_t origin,
 								const RlState *state, int64_t now,
 								double count, RlState *out);
+extern RlStatus rl_charge_state(const RlPolicy *policy, int64_t origin,
+								const RlState *state, int64_t now,
+								double count, RlState *out, double *charged);
 extern RlStatus rl_penalize_state(const RlPolicy *policy, int64_t origin,
 								  const RlState *state, int64_t now,
 								  double count, RlState *out);

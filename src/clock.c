@@ -15,10 +15,19 @@
  * again, to another time, wherever the setting is re-applied (a parallel
  * worker, a reload), so the clock would not be pinned at all.
  *
+ * A parallel worker restores the leader's settings before its own time
+ * zone abbreviations, and PostgreSQL's date parser does not survive every
+ * zone it may then meet ('Z').  The leader has checked the value, and no
+ * function of the extension runs in a worker (none but the pure policy
+ * constructors is parallel safe), so a worker starting up keeps the text
+ * and parses it only if its clock is ever read.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
@@ -27,7 +36,15 @@
 
 static char *now_override_string = NULL;
 static bool now_override_set = false;
+static bool now_override_deferred = false;
 static TimestampTz now_override_value = 0;
+
+/* What the check hook leaves for the assign hook. */
+typedef struct NowOverride
+{
+	bool		deferred;		/* not parsed yet: a parallel worker starting */
+	TimestampTz value;
+} NowOverride;
 
 /* The first word of a parsed value that names a time relative to the clock. */
 static const char *
@@ -60,12 +77,22 @@ check_now_override(char **newval, void **extra, GucSource source)
 	struct pg_tm tt;
 	fsec_t		fsec;
 	TimestampTz result = 0;
-	TimestampTz *parsed;
+	NowOverride *parsed;
 	bool		valid = true;
 	const char *relative;
 
 	if (*newval == NULL || (*newval)[0] == '\0')
 		return true;
+	if (InitializingParallelWorker)
+	{
+		parsed = compat_guc_malloc(sizeof(NowOverride));
+		if (parsed == NULL)
+			return false;
+		parsed->deferred = true;
+		parsed->value = 0;
+		*extra = parsed;
+		return true;
+	}
 	if (strlen(*newval) > MAXDATELEN ||
 		ParseDateTime(*newval, workbuf, sizeof(workbuf), field, ftype,
 					  MAXDATEFIELDS, &nf) != 0)
@@ -87,10 +114,11 @@ check_now_override(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("The value must be empty or a finite timestamp with time zone.");
 		return false;
 	}
-	parsed = compat_guc_malloc(sizeof(TimestampTz));
+	parsed = compat_guc_malloc(sizeof(NowOverride));
 	if (parsed == NULL)
 		return false;
-	*parsed = result;
+	parsed->deferred = false;
+	parsed->value = result;
 	*extra = parsed;
 	return true;
 }
@@ -99,8 +127,11 @@ check_now_override(char **newval, void **extra, GucSource source)
 static void
 assign_now_override(const char *newval, void *extra)
 {
-	now_override_set = extra != NULL;
-	now_override_value = extra ? *(TimestampTz *) extra : 0;
+	const NowOverride *parsed = extra;
+
+	now_override_set = parsed != NULL;
+	now_override_deferred = parsed != NULL && parsed->deferred;
+	now_override_value = parsed ? parsed->value : 0;
 }
 
 /* Define the extension's settings; called from _PG_init. */
@@ -123,5 +154,14 @@ rl_clock_init(void)
 TimestampTz
 rl_clock_now(void)
 {
+	if (now_override_deferred)
+	{
+		/* a parallel worker's first read: its settings are all restored */
+		now_override_value = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+																	 CStringGetDatum(now_override_string),
+																	 ObjectIdGetDatum(InvalidOid),
+																	 Int32GetDatum(-1)));
+		now_override_deferred = false;
+	}
 	return now_override_set ? now_override_value : GetCurrentTimestamp();
 }

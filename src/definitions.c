@@ -49,6 +49,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "access.h"
 #include "definitions.h"
 #include "names.h"
 #include "memory.h"
@@ -81,10 +82,28 @@ typedef struct RlOverrideEntry
 	RlPolicy	policy;			/* the definition's, with the override in */
 } RlOverrideEntry;
 
+/*
+ * Allow and deny lists (rl_access) too, per (name, address) asked for, only
+ * for names whose definition says they have entries: every entry whose
+ * network holds the address, expired or not, so that expiry is judged at
+ * each call's time.  In a context of their own, dropped whole.
+ */
+#define ACCESS_CACHE_MAX 10000
+
+typedef struct RlAccessCacheEntry
+{
+	char		key[OVERRIDE_KEY_BYTES];	/* hash key: name, U+001F, address */
+	int			n;
+	RlAccessEntry *entries;
+} RlAccessCacheEntry;
+
 static HTAB *cache = NULL;
 static HTAB *override_cache = NULL;
+static HTAB *access_cache = NULL;
+static MemoryContext access_cxt = NULL;
 static Oid	cache_relid = InvalidOid;	/* rl_definitions, once known */
 static Oid	cache_overrides_relid = InvalidOid; /* rl_overrides, once known */
+static Oid	cache_access_relid = InvalidOid;	/* rl_access, once known */
 static uint64 generation = 0;	/* counts invalidations */
 static bool callback_registered = false;
 
@@ -102,6 +121,12 @@ forget_definitions(void)
 		hash_destroy(override_cache);
 		override_cache = NULL;
 	}
+	if (access_cxt != NULL)
+	{
+		MemoryContextDelete(access_cxt);
+		access_cxt = NULL;
+		access_cache = NULL;
+	}
 	generation++;
 }
 
@@ -114,11 +139,12 @@ static void
 invalidate(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == cache_relid ||
-		relid == cache_overrides_relid)
+		relid == cache_overrides_relid || relid == cache_access_relid)
 	{
 		forget_definitions();
 		cache_relid = InvalidOid;
 		cache_overrides_relid = InvalidOid;
+		cache_access_relid = InvalidOid;
 	}
 }
 
@@ -134,6 +160,7 @@ know_tables(void)
 		return;
 	cache_relid = rl_storage_definitions_relid();
 	cache_overrides_relid = rl_storage_overrides_relid();
+	cache_access_relid = rl_storage_access_relid();
 }
 
 /*
@@ -237,6 +264,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	uint64		seen;
 	Oid			relid;
 	Oid			overrides_relid;
+	Oid			access_relid;
 
 	Assert(len <= RL_MAX_NAME_BYTES);
 	memset(key, 0, sizeof(key));
@@ -260,6 +288,7 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	know_tables();
 	relid = cache_relid;		/* an invalidation during the read resets it */
 	overrides_relid = cache_overrides_relid;
+	access_relid = cache_access_relid;
 	seen = generation;
 	defined = rl_storage_get_definition(name, policy);
 	if (generation != seen)
@@ -269,14 +298,16 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 		return defined;
 	}
 	/*
-	 * The definition carries whether the name has overrides, read from
-	 * rl_overrides: it is cached only while the changes to both tables
-	 * reach us, or a hand edit of rl_overrides made with its triggers off
-	 * would go unseen behind a cached "no overrides".
+	 * The definition carries whether the name has overrides and list
+	 * entries, read from rl_overrides and rl_access: it is cached only while
+	 * the changes to the three tables reach us, or a hand edit of either
+	 * made with its triggers off would go unseen behind a cached "none".
 	 */
 	last_tracked = changes_reach_us(relid, "rl_definitions_row_changed") &&
 		(!OidIsValid(overrides_relid) ||
-		 changes_reach_us(overrides_relid, "rl_overrides_row_changed"));
+		 changes_reach_us(overrides_relid, "rl_overrides_row_changed")) &&
+		(!OidIsValid(access_relid) ||
+		 changes_reach_us(access_relid, "rl_access_row_changed"));
 	if (!last_tracked)
 	{
 		rl_memory_untracked_definitions();
@@ -443,7 +474,9 @@ rl_definitions_changed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("rl_definitions_changed() must be called as a trigger")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
-	memory_names_changed(trigdata);
+	/* lists (rl_access) change no policy the memory store judges under */
+	if (SPI_fnumber(RelationGetDescr(trigdata->tg_relation), "net") <= 0)
+		memory_names_changed(trigdata);
 
 	/*
 	 * An AFTER trigger's result is ignored; should someone attach this as a
@@ -453,6 +486,20 @@ rl_definitions_changed(PG_FUNCTION_ARGS)
 		return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 							   trigdata->tg_newtuple : trigdata->tg_trigtuple);
 	return PointerGetDatum(NULL);
+}
+
+/* The hash key of a (name, key) cache entry: name, U+001F, key, zeros. */
+static void
+pair_key(char *hkey, text *name, text *key)
+{
+	int			nlen = VARSIZE_ANY_EXHDR(name);
+	int			klen = VARSIZE_ANY_EXHDR(key);
+
+	Assert(nlen <= RL_MAX_NAME_BYTES && klen <= RL_MAX_KEY_BYTES);
+	memset(hkey, 0, OVERRIDE_KEY_BYTES);
+	memcpy(hkey, VARDATA_ANY(name), nlen);
+	hkey[nlen] = RL_INLINE_SEPARATOR;
+	memcpy(hkey + nlen + 1, VARDATA_ANY(key), klen);
 }
 
 /*
@@ -466,8 +513,6 @@ bool
 rl_override_lookup(text *name, text *key, RlPolicy *policy)
 {
 	char		hkey[OVERRIDE_KEY_BYTES];
-	int			nlen = VARSIZE_ANY_EXHDR(name);
-	int			klen = VARSIZE_ANY_EXHDR(key);
 	RlOverrideEntry *entry;
 	HASHCTL		ctl;
 	bool		found;
@@ -476,12 +521,7 @@ rl_override_lookup(text *name, text *key, RlPolicy *policy)
 	uint64		seen;
 	Oid			relid;
 
-	Assert(nlen <= RL_MAX_NAME_BYTES && klen <= RL_MAX_KEY_BYTES);
-	memset(hkey, 0, sizeof(hkey));
-	memcpy(hkey, VARDATA_ANY(name), nlen);
-	hkey[nlen] = RL_INLINE_SEPARATOR;
-	memcpy(hkey + nlen + 1, VARDATA_ANY(key), klen);
-
+	pair_key(hkey, name, key);
 	AcceptInvalidationMessages();
 	if (override_cache != NULL)
 	{
@@ -521,3 +561,64 @@ rl_override_lookup(text *name, text *key, RlPolicy *policy)
 	return overridden;
 }
 
+
+/*
+ * The entries of the lists of a defined name that has some (the policy
+ * rl_definition_lookup returned says so) whose network holds address, a
+ * host address in text form: the most specific first, deny before allow at
+ * the same network; returns how many.  Cached as definitions are, while
+ * the changes to rl_access reach every backend: a committed rl_deny is
+ * seen by the next call of every session.  Needs rl_storage_begin.
+ */
+int
+rl_access_lookup(text *name, text *address, RlAccessEntry **entries)
+{
+	char		hkey[OVERRIDE_KEY_BYTES];
+	RlAccessCacheEntry *entry;
+	HASHCTL		ctl;
+	bool		found;
+	int			n;
+	uint64		seen;
+	Oid			relid;
+
+	pair_key(hkey, name, address);
+	AcceptInvalidationMessages();
+	if (access_cache != NULL)
+	{
+		entry = hash_search(access_cache, hkey, HASH_FIND, &found);
+		if (found)
+		{
+			*entries = entry->entries;
+			return entry->n;
+		}
+	}
+
+	know_tables();
+	relid = cache_access_relid;
+	seen = generation;
+	n = rl_storage_get_access(name, address, CurrentMemoryContext, entries);
+	if (generation != seen || !OidIsValid(relid) ||
+		!changes_reach_us(relid, "rl_access_row_changed") || !last_tracked)
+		return n;
+	if (access_cache != NULL &&
+		hash_get_num_entries(access_cache) >= ACCESS_CACHE_MAX)
+		forget_definitions();
+	if (access_cache == NULL)
+	{
+		access_cxt = AllocSetContextCreate(CacheMemoryContext,
+										   "ratelimit access lists",
+										   ALLOCSET_SMALL_SIZES);
+		ctl.keysize = OVERRIDE_KEY_BYTES;
+		ctl.entrysize = sizeof(RlAccessCacheEntry);
+		ctl.hcxt = access_cxt;
+		access_cache = hash_create("ratelimit access lists", 64, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(access_cache, hkey, HASH_ENTER, &found);
+	entry->n = n;
+	entry->entries = MemoryContextAlloc(access_cxt,
+										sizeof(RlAccessEntry) * Max(n, 1));
+	memcpy(entry->entries, *entries, sizeof(RlAccessEntry) * n);
+	*entries = entry->entries;
+	return n;
+}

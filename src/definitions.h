@@ -18,4 +18,8 @@ extern bool rl_definition_lookup_at(text *name, RlPolicy *policy,
 extern bool rl_definition_tracked(void);
 extern bool rl_override_lookup(text *name, text *key, RlPolicy *policy);
 
+struct RlAccessEntry;
+extern int	rl_access_lookup(text *name, text *address,
+							 struct RlAccessEntry **entries);
+
 #endif							/* RATELIMIT_DEFINITIONS_H */

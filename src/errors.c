@@ -17,7 +17,7 @@
 #include "errors.h"
 #include "policy.h"
 
-/* Raise RL001 for a denied call; key is NULL for the shared limit. */
+/* Raise RL001 for a refused call; key is NULL for the shared limit. */
 void
 rl_raise_exceeded(text *name, text *key, double count, double remaining,
 				  int64 retry_after)
@@ -38,5 +38,30 @@ rl_raise_exceeded(text *name, text *key, double count, double remaining,
 			 errmsg("rate limit \"%s\" exceeded", text_to_cstring(name)),
 			 errdetail("Key \"%s\" has %g tokens; the call asked for %g.",
 					   text_to_cstring(key), remaining, count),
+			 errhint("Retry after %s.", retry)));
+}
+
+/*
+ * Raise RL001 for a call the limit's deny list refused: address is the
+ * caller's; retry_after when has_retry, else it is denied for ever.
+ */
+void
+rl_raise_denied(text *name, text *address, bool has_retry, int64 retry_after)
+{
+	char	   *retry;
+
+	if (!has_retry)
+		ereport(ERROR,
+				(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
+				 errmsg("rate limit \"%s\" denies address \"%s\"",
+						text_to_cstring(name), text_to_cstring(address)),
+				 errdetail("The address is on the limit's deny list, with no expiry.")));
+	retry = DatumGetCString(DirectFunctionCall1(interval_out,
+												IntervalPGetDatum(rl_usecs_to_interval(retry_after))));
+	ereport(ERROR,
+			(errcode(ERRCODE_RATE_LIMIT_EXCEEDED),
+			 errmsg("rate limit \"%s\" denies address \"%s\"",
+					text_to_cstring(name), text_to_cstring(address)),
+			 errdetail("The address is on the limit's deny list."),
 			 errhint("Retry after %s.", retry)));
 }

@@ -4,9 +4,9 @@
  *	  The SQL-callable functions: arguments in, errors and result rows out.
  *
  * Each function checks its arguments before it touches storage, so bad
- * input changes nothing.  The key may be text, bigint, integer, smallint
- * or uuid; one C function serves every overload and stores the key's text
- * form, so 42 and '42' name the same key.  The NULL key (the one limit
+ * input changes nothing.  The key may be text, bigint, integer, smallint,
+ * uuid or inet; one C function serves every overload and stores the key's
+ * text form, so 42 and '42' name the same key (an inet's, access.c).  The NULL key (the one limit
  * shared by a name) is stored as '', and so an empty text key is refused.
  *
  *-------------------------------------------------------------------------
@@ -30,6 +30,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
+#include "access.h"
 #include "algebra.h"
 #include "calendar.h"
 #include "clock.h"
@@ -58,12 +59,18 @@ PG_MODULE_MAGIC;
 #define ARG_CONFIG		5
 #define ARG_JITTER		6
 #define ARG_LIMIT_WAIT	7		/* rl_limit only, from 1.3 */
+#define ARG_LIMIT_PARTIAL 8		/* rl_limit only, from 1.3 */
 #define ARG_VALUE_CONFIG 2		/* rl_value(name, key, config) */
 #define ARG_RESET_CONFIG 2		/* rl_reset(name, key, config), from 1.3 */
 
 /* rl_refund, rl_penalize (name, key, count, config); rl_block (name, key, duration, config) */
 #define ARG_ADJUST_AMOUNT 2
 #define ARG_ADJUST_CONFIG 3
+
+/* rl_settle(name, key, estimated, actual, config) */
+#define ARG_SETTLE_ESTIMATED 2
+#define ARG_SETTLE_ACTUAL 3
+#define ARG_SETTLE_CONFIG 4
 
 /* rl_limit_all(names, keys, counts, reserve, throws, jitter) */
 #define ARG_ALL_NAMES	0
@@ -85,6 +92,9 @@ PG_FUNCTION_INFO_V1(rl_define);
 PG_FUNCTION_INFO_V1(rl_undefine);
 PG_FUNCTION_INFO_V1(rl_override);
 PG_FUNCTION_INFO_V1(rl_unoverride);
+PG_FUNCTION_INFO_V1(rl_allow);
+PG_FUNCTION_INFO_V1(rl_deny);
+PG_FUNCTION_INFO_V1(rl_unlist);
 PG_FUNCTION_INFO_V1(rl_token_bucket);
 PG_FUNCTION_INFO_V1(rl_fixed_window);
 PG_FUNCTION_INFO_V1(rl_sliding_window);
@@ -101,6 +111,7 @@ PG_FUNCTION_INFO_V1(rl_inline_policy);
 PG_FUNCTION_INFO_V1(rl_refund);
 PG_FUNCTION_INFO_V1(rl_penalize);
 PG_FUNCTION_INFO_V1(rl_block);
+PG_FUNCTION_INFO_V1(rl_settle);
 PG_FUNCTION_INFO_V1(rl_define_concurrency);
 PG_FUNCTION_INFO_V1(rl_acquire);
 PG_FUNCTION_INFO_V1(rl_lease);
@@ -191,6 +202,8 @@ key_as_text(FunctionCallInfo fcinfo, RlCallCache *cache)
 		case UUIDOID:
 			return cstring_to_text(DatumGetCString(DirectFunctionCall1(uuid_out,
 																	   PG_GETARG_DATUM(ARG_KEY))));
+		case INETOID:
+			return rl_inet_key(PG_GETARG_DATUM(ARG_KEY));
 		default:
 			elog(ERROR, "unexpected rate limit key type %u", cache->key_type);
 	}
@@ -259,6 +272,7 @@ reported_remaining(const RlPolicy *policy, double count, double remaining)
 {
 	if (is_whole(policy->rate) && is_whole(policy->capacity) &&
 		(!policy->has_max_reserved || is_whole(policy->max_reserved)) &&
+		(!policy->has_max_debt || is_whole(policy->max_debt)) &&
 		is_whole(count))
 		return floor(remaining);
 	return remaining;
@@ -277,16 +291,17 @@ answer_allowed(const RlAnswer *answer)
 
 /*
  * The rl_result row for an answer: ok, retry_after, remaining,
- * reset_after, and (1.3) capacity, allowed, retry_after_ms and
- * reset_after_ms.  A schema still at 1.2 has the first four only.
+ * reset_after, and (1.3) capacity, allowed, retry_after_ms,
+ * reset_after_ms and granted.  A schema still at 1.2 has the first four
+ * only.
  */
 static Datum
 result_datum(RlCallCache *cache, const RlTarget *target, double count,
 			 const RlAnswer *answer)
 {
-	Datum		values[8];
-	bool		nulls[8] = {false, !answer->has_retry, false, false,
-	false, false, !answer->has_retry, false};
+	Datum		values[9];
+	bool		nulls[9] = {false, !answer->has_retry, false, false,
+	false, false, !answer->has_retry, false, false};
 
 	values[0] = BoolGetDatum(answer->ok);
 	values[1] = answer->has_retry ?
@@ -298,6 +313,7 @@ result_datum(RlCallCache *cache, const RlTarget *target, double count,
 	values[5] = BoolGetDatum(answer_allowed(answer));
 	values[6] = Int64GetDatum(rl_ceil_ms(answer->retry_after));
 	values[7] = Int64GetDatum(rl_ceil_ms(answer->reset_after));
+	values[8] = Float8GetDatum(answer->ok ? answer->granted : 0);
 	Assert(cache->result_desc->natts <= lengthof(values));
 	return HeapTupleGetDatum(heap_form_tuple(cache->result_desc, values, nulls));
 }
@@ -306,6 +322,9 @@ result_datum(RlCallCache *cache, const RlTarget *target, double count,
 static void
 raise_refused(const RlTarget *target, double count, const RlAnswer *answer)
 {
+	if (target->denied)
+		rl_raise_denied(target->label, target->address, answer->has_retry,
+						answer->retry_after);
 	rl_raise_exceeded(target->label, target->key_is_null ? NULL : target->key,
 					  count, answer->remaining, answer->retry_after);
 }
@@ -342,6 +361,24 @@ limit_wait(FunctionCallInfo fcinfo)
 	return (int64) wait;
 }
 
+/*
+ * rl_limit's partial: false when not given (rl_check, rl_limit before
+ * 1.3).  A partial call takes only what the key holds now: no reserve.
+ */
+static bool
+limit_partial(FunctionCallInfo fcinfo, bool reserve)
+{
+	if (PG_NARGS() <= ARG_LIMIT_PARTIAL ||
+		!required_bool(fcinfo, ARG_LIMIT_PARTIAL, "partial"))
+		return false;
+	if (reserve)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partial and reserve cannot be combined"),
+				 errdetail("A partial call takes only what the key holds now; a reservation takes what it does not hold yet.")));
+	return true;
+}
+
 /* rl_limit and rl_check: decide a call, consuming or not. */
 static Datum
 limit_or_check(FunctionCallInfo fcinfo, bool consuming)
@@ -363,6 +400,7 @@ limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 	jitter = required_bool(fcinfo, ARG_JITTER, "jitter");
 
 	wait = consuming ? limit_wait(fcinfo) : 0;
+	target.partial = consuming && limit_partial(fcinfo, reserve);
 
 	rl_storage_begin(cache->nspid);
 	rl_target_resolve(&target, call_config(fcinfo, ARG_CONFIG));
@@ -505,6 +543,57 @@ rl_block(PG_FUNCTION_ARGS)
 	return adjust(fcinfo, RL_ADJUST_BLOCK, "rl_block()");
 }
 
+/* One of rl_settle's costs: a finite number from zero to 1e15. */
+static double
+settle_cost(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	double		cost;
+
+	require_arg(fcinfo, argno, argname);
+	cost = PG_GETARG_FLOAT8(argno);
+	if (!(cost >= 0 && cost <= RL_MAX_AMOUNT))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a finite number between zero and 1e15",
+						argname),
+				 errdetail("The %s cost is %g.", argname, cost)));
+	return cost;
+}
+
+/*
+ * rl_settle(name, key, estimated, actual, config): charge the actual cost
+ * of a call admitted on an estimate; the key's state and what max_debt
+ * left unsettled.
+ */
+Datum
+rl_settle(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	RlTarget	target;
+	double		estimated;
+	double		actual;
+	double		unsettled;
+	RlState		state;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	call_target(fcinfo, cache, &target);
+	estimated = settle_cost(fcinfo, ARG_SETTLE_ESTIMATED, "estimated");
+	actual = settle_cost(fcinfo, ARG_SETTLE_ACTUAL, "actual");
+
+	rl_storage_begin(cache->nspid);
+	rl_target_resolve(&target, call_config(fcinfo, ARG_SETTLE_CONFIG));
+	require_writable(&target, "rl_settle()");
+	state = rl_settle_key(&target, estimated, actual, &unsettled);
+	rl_storage_end();
+
+	values[0] = Float8GetDatum(state.value);
+	values[1] = TimestampTzGetDatum(state.ts);
+	values[2] = Float8GetDatum(unsettled);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(cache->result_desc,
+													  values, nulls)));
+}
+
 /*
  * rl_reset(name, key, config): forget one key's state, all shards.  With a
  * config, the state rl_limit with that config uses, and only it; without
@@ -572,6 +661,7 @@ all_result_datum(RlCallCache *cache, const RlTarget *targets,
 	bool		nulls[10] = {false, true, true, true, false, false, false,
 	false, true, false};
 	int64		longest = -1;
+	bool		forever = false;	/* a limit refuses for ever */
 	bool		allowed = refused < 0;
 	int			tightest = refused;
 
@@ -582,13 +672,14 @@ all_result_datum(RlCallCache *cache, const RlTarget *targets,
 		CHECK_FOR_INTERRUPTS();
 		if (answers[i].has_retry && answers[i].retry_after > longest)
 			longest = answers[i].retry_after;
+		forever = forever || (!answers[i].ok && !answers[i].has_retry);
 		allowed = allowed && answer_allowed(&answers[i]);
 		if (refused < 0 &&
 			(tightest < 0 || answers[i].remaining < answers[tightest].remaining))
 			tightest = i;
 	}
 	values[0] = BoolGetDatum(refused < 0);
-	if (longest >= 0)
+	if (longest >= 0 && !forever)
 	{
 		values[1] = IntervalPGetDatum(rl_usecs_to_interval(longest));
 		nulls[1] = false;
@@ -794,11 +885,12 @@ positive_int_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 }
 
 /*
- * The defined rate limit of an override's name (rl_override,
- * rl_unoverride): an error for an undefined name or a concurrency limit.
+ * The defined rate limit of a name that per-key settings attach to
+ * (overrides, list entries): an error for an undefined name or a
+ * concurrency limit.  hint and detail say what the settings are.
  */
 static RlPolicy
-overridable(text *name)
+defined_rate_limit(text *name, const char *hint, const char *detail)
 {
 	RlPolicy	policy;
 
@@ -807,14 +899,95 @@ overridable(text *name)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("rate limit \"%s\" does not exist",
 						text_to_cstring(name)),
-				 errhint("Define it with rl_define() first: an override changes one key of a defined limit.")));
+				 errhint("%s", hint)));
 	if (RL_KIND_IS_CONCURRENCY(policy.kind))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("rate limit \"%s\" is a concurrency limit",
 						text_to_cstring(name)),
-				 errdetail("Only a rate limit's keys can have overrides.")));
+				 errdetail("%s", detail)));
 	return policy;
+}
+
+/* The defined rate limit of an override's name (rl_override, rl_unoverride). */
+static RlPolicy
+overridable(text *name)
+{
+	return defined_rate_limit(name,
+							  "Define it with rl_define() first: an override changes one key of a defined limit.",
+							  "Only a rate limit's keys can have overrides.");
+}
+
+/* The defined rate limit of a list entry's name (rl_allow, rl_deny, rl_unlist). */
+static void
+listable(text *name)
+{
+	(void) defined_rate_limit(name,
+							  "Define it with rl_define() first: allow and deny lists belong to a defined limit.",
+							  "Only a rate limit has allow and deny lists.");
+}
+
+/*
+ * rl_allow and rl_deny (name, net, expires, note): create or replace the
+ * entry of a network in a defined rate limit's list.  expires NULL: for
+ * ever.
+ */
+static Datum
+list_network(FunctionCallInfo fcinfo, const char *action, const char *cmdname)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	Datum		values[5];
+	bool		nulls[5] = {false};
+
+	require_arg(fcinfo, 1, "net");
+	if (!PG_ARGISNULL(2) && TIMESTAMP_NOT_FINITE(PG_GETARG_TIMESTAMPTZ(2)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("expires must be a finite timestamp"),
+				 errhint("Pass NULL for an entry that never expires.")));
+	rl_storage_begin_writing(cache->nspid, cmdname);
+	listable(name);
+	values[0] = PointerGetDatum(name);
+	values[1] = PG_GETARG_DATUM(1);
+	values[2] = CStringGetTextDatum(action);
+	for (int i = 2; i <= 3; i++)
+	{
+		nulls[i + 1] = PG_ARGISNULL(i);
+		values[i + 1] = nulls[i + 1] ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
+	rl_storage_put_access(values, nulls);
+	rl_storage_end();
+	PG_RETURN_VOID();
+}
+
+/* rl_allow(name, net, expires, note): its addresses granted, not consuming. */
+Datum
+rl_allow(PG_FUNCTION_ARGS)
+{
+	return list_network(fcinfo, "allow", "rl_allow()");
+}
+
+/* rl_deny(name, net, expires, note): its addresses refused at once. */
+Datum
+rl_deny(PG_FUNCTION_ARGS)
+{
+	return list_network(fcinfo, "deny", "rl_deny()");
+}
+
+/* rl_unlist(name, net): drop a network's entries; whether there were any. */
+Datum
+rl_unlist(PG_FUNCTION_ARGS)
+{
+	RlCallCache *cache = call_cache(fcinfo);
+	text	   *name = call_name(fcinfo);
+	bool		found;
+
+	rl_storage_begin_writing(cache->nspid, "rl_unlist()");
+	listable(name);
+	found = rl_storage_delete_access(name, PG_GETARG_DATUM(1));
+	rl_storage_end();
+	PG_RETURN_BOOL(found);
 }
 
 /*

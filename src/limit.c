@@ -19,8 +19,10 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "access.h"
 #include "clock.h"
 #include "limit.h"
+#include "refused.h"
 #include "stats.h"
 #include "store.h"
 
@@ -32,10 +34,11 @@ static RlState adjust_key(RlTarget *target, RlAdjustment kind, double amount,
  * takes nothing (the state stays as the refusal left it, so the limit goes
  * on refusing exactly what an enforcing one would).  The answer keeps the
  * refusal's retry_after: a grant with a retry_after, without reserve, is
- * what tells the caller.  Resets the flags of the options first.
+ * what tells the caller, and granted the count it goes on with.  Resets
+ * the flags of the options first.
  */
 static void
-apply_shadow(const RlTarget *target, RlAnswer *answer)
+apply_shadow(const RlTarget *target, double count, RlAnswer *answer)
 {
 	answer->shadowed = false;
 	answer->blocked = false;
@@ -43,6 +46,7 @@ apply_shadow(const RlTarget *target, RlAnswer *answer)
 		return;
 	answer->ok = true;
 	answer->shadowed = true;
+	answer->granted = count;
 	answer->write[0] = answer->write[1] = false;
 }
 
@@ -86,25 +90,39 @@ apply_block(RlTarget *target, double count, bool reserve, RlAnswer *answer)
 }
 
 /*
+ * Count a refused call in its limit's statistics, and its key in
+ * rl_refused.  Out of line, so that a granted call's path through
+ * count_answer is what it was without rl_refused.
+ */
+static pg_noinline void
+count_refusal(const RlTarget *target, RlStatsCall *call,
+			  const RlAnswer *answer)
+{
+	rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
+	rl_refused_record(target->label, target->key, target->key_is_null,
+					  1, answer->blocked);
+}
+
+/*
  * Count a decided call in the limit's statistics.  consumed: its tokens
  * were taken (false for a limit that granted inside an rl_limit_all call
  * another limit refused).
  */
 static void
-count_answer(const RlTarget *target, RlStatsCall *call, double count,
+count_answer(const RlTarget *target, RlStatsCall *call,
 			 const RlAnswer *answer, bool consumed)
 {
 	call->values[RL_STAT_shadow_refused] = answer->shadowed;
 	call->values[RL_STAT_blocks] = answer->blocked;
 	if (!answer->ok)
 	{
-		rl_stats_record(target->label, call, RL_STATS_REFUSED, rl_clock_now());
+		count_refusal(target, call, answer);
 		return;
 	}
 	/* a call shadow mode granted took nothing, and reserved nothing */
 	if (consumed && !answer->shadowed)
 	{
-		call->values[RL_STAT_tokens] = count;
+		call->values[RL_STAT_tokens] = answer->granted;
 		if (answer->has_retry)
 		{
 			call->values[RL_STAT_reservations] = 1;
@@ -112,6 +130,26 @@ count_answer(const RlTarget *target, RlStatsCall *call, double count,
 		}
 	}
 	rl_stats_record(target->label, call, RL_STATS_GRANTED, rl_clock_now());
+}
+
+static bool listed(RlTarget *target, double count, RlAnswer *answer);
+
+/*
+ * consume_counted's decision: the lists (listed), or the state; true when
+ * the lists decided, taking nothing.
+ */
+static bool
+consume_decided(RlTarget *target, double count, bool reserve, bool final,
+				bool blocks, RlAnswer *answer)
+{
+	rl_target_check_count(target, count, reserve);
+	if (listed(target, count, answer))
+		return true;
+	target->store->consume(target, count, reserve, answer);
+	apply_shadow(target, count, answer);
+	if (final && blocks)
+		apply_block(target, count, reserve, answer);
+	return false;
 }
 
 /*
@@ -128,24 +166,18 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 {
 	RlStatsCall call = {{0}};
 	RlStatsCall *callp = &call;
+	bool		by_lists = false;
 
 	if (!rl_stats_tracking())
 	{
-		rl_target_check_count(target, count, reserve);
-		target->store->consume(target, count, reserve, answer);
-		apply_shadow(target, answer);
-		if (final && blocks)
-			apply_block(target, count, reserve, answer);
+		(void) consume_decided(target, count, reserve, final, blocks, answer);
 		return;
 	}
 	rl_stats_attribute(callp);
 	PG_TRY();
 	{
-		rl_target_check_count(target, count, reserve);
-		target->store->consume(target, count, reserve, answer);
-		apply_shadow(target, answer);
-		if (final && blocks)
-			apply_block(target, count, reserve, answer);
+		by_lists = consume_decided(target, count, reserve, final, blocks,
+								   answer);
 	}
 	PG_CATCH();
 	{
@@ -154,9 +186,66 @@ consume_counted(RlTarget *target, double count, bool reserve, bool final,
 	}
 	PG_END_TRY();
 	if (final || answer->ok)
-		count_answer(target, callp, count, answer, true);
+		count_answer(target, callp, answer, !by_lists);
 	else
 		rl_stats_attribute(NULL);
+}
+
+/*
+ * The limit's allow and deny lists, before its state: true when an entry
+ * decides the call, whose answer is then filled.  Denied: refused at
+ * once, touching no state, retry_after the time until the address is no
+ * longer denied (none: for ever).  Allowed: granted without consuming,
+ * reporting what the key holds, and count as granted (the caller goes on
+ * with it, as under shadow mode).  Shadow mode and block_for do not apply:
+ * an entry is an operator's decision, not the limit's.
+ */
+static bool
+listed(RlTarget *target, double count, RlAnswer *answer)
+{
+	TimestampTz now;
+	TimestampTz until;
+	bool		has_until;
+	RlAccess	access;
+
+	if (target->address == NULL || !target->policy.access_lists)
+		return false;
+	now = rl_clock_now();
+	access = rl_access_of(target, now, &has_until, &until);
+	if (access == RL_ACCESS_NONE)
+		return false;
+	if (access == RL_ACCESS_ALLOW)
+	{
+		rl_peek(target, 0, false, answer);
+		answer->ok = true;
+		answer->has_retry = false;
+		answer->retry_after = 0;
+		answer->shadowed = false;
+		answer->blocked = false;
+		answer->write[0] = answer->write[1] = false;
+		answer->granted = count;
+		return true;
+	}
+	memset(answer, 0, sizeof(*answer));
+	target->denied = true;
+	answer->has_retry = has_until;
+	answer->retry_after = has_until ? Max(until - now, 1) : 0;
+	return true;
+}
+
+/*
+ * Whether the lists decide a call on the target now (wait.c: such a call
+ * does not wait).
+ */
+bool
+rl_target_listed(RlTarget *target)
+{
+	TimestampTz until;
+	bool		has_until;
+
+	return target->address != NULL && target->policy.access_lists &&
+		rl_access_of(target, rl_clock_now(), &has_until, &until) !=
+		RL_ACCESS_NONE;
 }
 
 /*
@@ -173,31 +262,47 @@ rl_consume(RlTarget *target, double count, bool reserve, bool blocks,
 }
 
 /*
+ * Count a refused rl_check: apart from the consuming calls, in
+ * rl_stats.check_refused, and its key in rl_refused.
+ */
+static void
+count_check_refusal(const RlTarget *target, bool blocked)
+{
+	RlStatsCall call = {{0}};
+
+	if (!rl_stats_tracking())
+		return;
+	call.values[RL_STAT_check_refused] = 1;
+	call.values[RL_STAT_blocks] = blocked;
+	rl_stats_record(target->label, &call, RL_STATS_CHECKED, rl_clock_now());
+	rl_refused_record(target->label, target->key, target->key_is_null, 1,
+					  blocked);
+}
+
+/*
  * rl_check: what rl_consume would answer, taking nothing.  A refusal of a
  * limit with block_for blocks the key, as a refused consuming call does:
  * in the check-then-consume pattern the attempt a check refuses is the
  * offence.  Not when blocks is false (as rl_consume), nor in a read-only
  * transaction whose limit's store writes a table, which the check only
- * answers.
+ * answers.  A check the deny list refuses counts as any refused check.
  */
 void
 rl_check_call(RlTarget *target, double count, bool reserve, bool blocks,
 			  RlAnswer *answer)
 {
 	rl_target_check_count(target, count, reserve);
+	if (listed(target, count, answer))
+	{
+		if (!answer->ok)
+			count_check_refusal(target, false);
+		return;
+	}
 	rl_peek(target, count, reserve, answer);
 	if (blocks && !(XactReadOnly && target->store->writes_table))
 		apply_block(target, count, reserve, answer);
-	if (!answer->ok && rl_stats_tracking())
-	{
-		RlStatsCall call = {{0}};
-
-		/* counted apart from the consuming calls: rl_stats.check_refused */
-		call.values[RL_STAT_check_refused] = 1;
-		call.values[RL_STAT_blocks] = answer->blocked;
-		rl_stats_record(target->label, &call, RL_STATS_CHECKED,
-						rl_clock_now());
-	}
+	if (!answer->ok)
+		count_check_refusal(target, answer->blocked);
 }
 
 /*
@@ -240,7 +345,7 @@ rl_peek(const RlTarget *target, double count, bool reserve, RlAnswer *answer)
 
 	target->store->peek(target, &held);
 	rl_decide_held(target, &held, count, reserve, answer);
-	apply_shadow(target, answer);
+	apply_shadow(target, count, answer);
 }
 
 /*
@@ -332,6 +437,7 @@ typedef struct AllCall
 	RlStatsCall *calls;			/* NULL: statistics not tracked */
 	RlHeld	   *held;
 	bool		blocks;			/* a refusal blocks under block_for */
+	bool	   *listed;			/* decided by the lists (listed) */
 } AllCall;
 
 static int	block_all(AllCall *call);
@@ -342,7 +448,8 @@ decided_in(const AllCall *call, int k, const RlStoreOps *store)
 {
 	int			i = call->order[k];
 
-	return call->first[i] == i && call->targets[i].store == store;
+	return call->first[i] == i && !call->listed[i] &&
+		call->targets[i].store == store;
 }
 
 /* refused, or limit i when it refused with a longer retry_after. */
@@ -353,8 +460,11 @@ longest_refusal(const AllCall *call, int i, int refused)
 
 	if (answers[i].ok)
 		return refused;
-	return refused < 0 || answers[i].retry_after > answers[refused].retry_after ?
-		i : refused;
+	if (refused < 0 || !answers[refused].has_retry)
+		return refused < 0 ? i : refused;
+	/* a deny for ever refuses longest */
+	return !answers[i].has_retry ||
+		answers[i].retry_after > answers[refused].retry_after ? i : refused;
 }
 
 /*
@@ -378,11 +488,16 @@ peek_all(AllCall *call)
 		if (call->first[i] != i)
 			continue;
 		rl_target_check_count(target, call->total[i], call->reserve);
+		if (call->listed[i])
+		{
+			refused = longest_refusal(call, i, refused);
+			continue;
+		}
 		rl_target_reread_count(target, call->total[i], call->reserve);
 		target->store->peek(target, &call->held[i]);
 		rl_decide_held(target, &call->held[i], call->total[i], call->reserve,
 					   &call->answers[i]);
-		apply_shadow(target, &call->answers[i]);
+		apply_shadow(target, call->total[i], &call->answers[i]);
 		refused = longest_refusal(call, i, refused);
 	}
 	return refused;
@@ -437,7 +552,7 @@ decide_store(AllCall *call, const RlStoreOps *store, int *refused)
 			continue;
 		store->decide(&call->targets[i], &call->held[i], call->total[i],
 					  call->reserve, &call->answers[i]);
-		apply_shadow(&call->targets[i], &call->answers[i]);
+		apply_shadow(&call->targets[i], call->total[i], &call->answers[i]);
 		*refused = longest_refusal(call, i, *refused);
 	}
 	pfree(mine);
@@ -490,6 +605,11 @@ consume_all(AllCall *call)
 							  call->reserve);
 		call->total[call->first[i]] += call->counts[i];
 	}
+	/* the lists first: a denied limit refuses the call, holding nothing */
+	for (int i = 0; i < n; i++)
+		if (call->first[i] == i)
+			call->listed[i] = listed(&call->targets[i], call->total[i],
+									 &call->answers[i]);
 	refused = peek_all(call);
 	if (refused < 0)
 	{
@@ -510,8 +630,8 @@ consume_all(AllCall *call)
 	 */
 	for (int i = 0; i < n && call->calls; i++)
 		if (call->first[i] == i)
-			count_answer(&call->targets[i], &call->calls[i], call->total[i],
-						 &call->answers[i], refused < 0);
+			count_answer(&call->targets[i], &call->calls[i],
+						 &call->answers[i], refused < 0 && !call->listed[i]);
 	return refused;
 }
 
@@ -531,8 +651,9 @@ block_all(AllCall *call)
 
 		if (call->first[i] != i || call->answers[i].ok)
 			continue;
-		apply_block(&call->targets[i], call->total[i], call->reserve,
-					&call->answers[i]);
+		if (!call->listed[i])
+			apply_block(&call->targets[i], call->total[i], call->reserve,
+						&call->answers[i]);
 		refused = longest_refusal(call, i, refused);
 	}
 	return refused;
@@ -560,7 +681,39 @@ static RlState
 adjust_key(RlTarget *target, RlAdjustment kind, double amount, int64 duration,
 		   bool *blocked)
 {
-	return target->store->adjust(target, kind, amount, duration, blocked);
+	return target->store->adjust(target, kind, amount, duration, blocked,
+								 NULL);
+}
+
+/*
+ * rl_settle: a call admitted on estimated turned out to cost actual.  The
+ * difference is taken (a charge: below zero too, never past -max_debt)
+ * or given back (a refund: never above capacity), in one step under the
+ * key's lock, in the caller's transaction.  *unsettled receives what a
+ * charge could not take at the bound of max_debt (0 otherwise).  Returns
+ * the key's state as rl_value would then report it.
+ */
+RlState
+rl_settle_key(RlTarget *target, double estimated, double actual,
+			  double *unsettled)
+{
+	double		difference = actual - estimated;
+	double		charged = 0;
+	RlState		state;
+
+	*unsettled = 0;
+	if (difference > 0)
+	{
+		state = target->store->adjust(target, RL_ADJUST_CHARGE, difference,
+									  0, NULL, &charged);
+		if (target->policy.has_max_debt)
+			*unsettled = difference - charged;
+	}
+	else if (difference < 0)
+		state = adjust_key(target, RL_ADJUST_REFUND, -difference, 0, NULL);
+	else
+		state = rl_current(target);
+	return state;
 }
 
 /*
@@ -633,6 +786,7 @@ rl_consume_all(RlTarget *targets, double *counts, int n, bool reserve,
 	call.calls = NULL;
 	call.held = palloc0(sizeof(RlHeld) * n);
 	call.blocks = blocks;
+	call.listed = palloc0(sizeof(bool) * n);
 	if (!rl_stats_tracking())
 		return consume_all(&call);
 	call.calls = palloc0(sizeof(RlStatsCall) * n);

@@ -34,6 +34,7 @@ extern void rl_consume_try(RlTarget *target, double count, bool reserve,
 extern bool rl_wait_can_grant(const RlTarget *target, double count,
 							  bool reserve);
 extern bool rl_may_hold(const RlTarget *target);
+extern bool rl_target_listed(RlTarget *target);
 extern void rl_peek(const RlTarget *target, double count, bool reserve,
 					RlAnswer *answer);
 extern RlState rl_current(const RlTarget *target);
@@ -42,6 +43,8 @@ extern bool rl_row_now(const RlTarget *target, RlState stored,
 					   RlState *current, int64 *reset_after, bool *idle);
 extern RlState rl_adjust(RlTarget *target, RlAdjustment kind, double amount,
 						 int64 duration);
+extern RlState rl_settle_key(RlTarget *target, double estimated,
+							 double actual, double *unsettled);
 extern void rl_reset_key(RlTarget *target, HeapTupleHeader config);
 extern int	rl_consume_all(RlTarget *targets, double *counts, int n,
 						   bool reserve, bool blocks, RlAnswer *answers);

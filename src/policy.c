@@ -242,6 +242,11 @@ rl_policy_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 	policy->block_factor = 0;
 	policy->block_max = 0;
 	policy->block_horizon = 0;
+	policy->ipv4_prefix = 0;
+	policy->ipv6_prefix = 0;
+	policy->access_lists = false;
+	policy->has_max_debt = false;
+	policy->max_debt = 0;
 	require_column(nulls, RL_POLICY_KIND);
 	kind = TextDatumGetCString(values[RL_POLICY_KIND]);
 	/*
@@ -364,8 +369,46 @@ escalation_from_values(Datum *values, bool *nulls, RlPolicy *policy)
 }
 
 /*
+ * max_debt (NULL: none): a call is admitted on a positive balance and may
+ * take the key down to -max_debt.  Checked with the policy it changes.
+ */
+static void
+debt_from_values(Datum *values, bool *nulls, RlPolicy *policy)
+{
+	const char *problem;
+
+	policy->has_max_debt = !nulls[RL_DEFINITION_MAX_DEBT];
+	policy->max_debt = policy->has_max_debt ?
+		DatumGetFloat8(values[RL_DEFINITION_MAX_DEBT]) : 0;
+	if (policy->has_max_debt && (problem = rl_policy_problem(policy)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem)));
+}
+
+/*
+ * ipv4_prefix or ipv6_prefix (NULL: 0, none), 1 to maxbits: an address key
+ * counts as its network of that length (access.c).
+ */
+static int
+prefix_option(Datum *values, bool *nulls, int column, const char *name,
+			  int maxbits)
+{
+	int			bits;
+
+	if (nulls[column])
+		return 0;
+	bits = DatumGetInt32(values[column]);
+	if (bits < 1 || bits > maxbits)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between 1 and %d", name, maxbits)));
+	return bits;
+}
+
+/*
  * The options of a defined limit, columns RL_DEFINITION_SHADOW to
- * RL_DEFINITION_BLOCK_HORIZON of values (NULL: the default, off), into a
+ * RL_DEFINITION_MAX_DEBT of values (NULL: the default, off), into a
  * policy rl_policy_from_values has filled.  A concurrency limit has
  * none: it refuses nothing a block or a shadow could apply to.
  */
@@ -392,6 +435,13 @@ rl_definition_options_from_values(Datum *values, bool *nulls,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a concurrency limit has no shadow mode and no block_for")));
 	escalation_from_values(values, nulls, policy);
+	policy->ipv4_prefix = prefix_option(values, nulls,
+										RL_DEFINITION_IPV4_PREFIX,
+										"ipv4_prefix", 32);
+	policy->ipv6_prefix = prefix_option(values, nulls,
+										RL_DEFINITION_IPV6_PREFIX,
+										"ipv6_prefix", 128);
+	debt_from_values(values, nulls, policy);
 }
 
 /* Check and convert an inline policy, a value of type rl_policy. */

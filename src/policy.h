@@ -30,17 +30,21 @@
 #define RL_POLICY_NATTS			9
 
 /*
- * rl_definitions has five more columns after those: options of a defined
+ * rl_definitions has eight more columns after those: options of a defined
  * limit that no inline config carries (they change what a call does, not
- * the state it keeps).  In the table, time_zone comes last (a column added
- * after these); every query lists the columns in this order.
+ * the state it keeps).  In the table, time_zone comes after block_horizon,
+ * and max_debt last (columns added after these); every query lists the
+ * columns in this order.
  */
 #define RL_DEFINITION_SHADOW	9
 #define RL_DEFINITION_BLOCK_FOR	10
 #define RL_DEFINITION_BLOCK_FACTOR	11
 #define RL_DEFINITION_BLOCK_MAX	12
 #define RL_DEFINITION_BLOCK_HORIZON	13
-#define RL_DEFINITION_NATTS		14
+#define RL_DEFINITION_IPV4_PREFIX	14
+#define RL_DEFINITION_IPV6_PREFIX	15
+#define RL_DEFINITION_MAX_DEBT	16
+#define RL_DEFINITION_NATTS		17
 
 extern void rl_policy_from_values(Datum *values, bool *nulls,
 								  RlPolicy *policy);

@@ -43,6 +43,9 @@
  * The call in progress says, through rl_stats_attribute, which limit its
  * waits belong to.
  *
+ * Which keys are refused most is refused.c's (rl_refused): fed by the same
+ * refusals, emptied by the same rl_stats_reset, attached with this table.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -70,6 +73,7 @@
 #include "compat.h"
 #include "names.h"
 #include "memory.h"
+#include "refused.h"
 #include "shmem.h"
 #include "stats.h"
 
@@ -350,11 +354,17 @@ static RlShmemArea table_area = {
 	.attached = (void **) &shared,
 };
 
-/* The table, attached if needed; NULL when statistics are unavailable. */
+/*
+ * The table, attached if needed, and rl_refused's sketches with it, so
+ * that a call that counts a refusal never has to; NULL when statistics are
+ * unavailable.
+ */
 static RlStatsShared *
 stats_table(void)
 {
-	return rl_shmem_attach(&table_area);
+	if (shared == NULL && rl_shmem_attach(&table_area) != NULL)
+		(void) rl_refused_attach();
+	return shared;
 }
 
 /* Define the settings and find where the counters live; from _PG_init. */
@@ -382,6 +392,7 @@ rl_stats_init(void)
 							NULL, NULL, NULL);
 
 	rl_shmem_register(&table_area);
+	rl_refused_init();
 }
 
 /* Whether calls are being counted. */
@@ -517,9 +528,9 @@ rl_stats_record(text *name, RlStatsCall *call, RlStatsOutcome outcome,
 	SpinLockRelease(&s->mutex);
 }
 
-/* Say once per session why there are no statistics. */
-static void
-notice_unavailable(void)
+/* Say once per session why there are no statistics (also rl_refused). */
+void
+rl_stats_notice_unavailable(void)
 {
 	if (notice_given)
 		return;
@@ -542,7 +553,7 @@ rl_stats_rows(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (s == NULL)
 	{
-		notice_unavailable();
+		rl_stats_notice_unavailable();
 		return (Datum) 0;
 	}
 	SpinLockAcquire(&s->mutex);
@@ -630,7 +641,7 @@ rl_stats_info(PG_FUNCTION_ARGS)
 
 /*
  * rl_stats_reset(name): zero one name's counters in this database, or,
- * for NULL, forget every entry of every database.
+ * for NULL, forget every entry of every database; rl_refused's alike.
  */
 Datum
 rl_stats_reset(PG_FUNCTION_ARGS)
@@ -640,9 +651,10 @@ rl_stats_reset(PG_FUNCTION_ARGS)
 
 	if (s == NULL)
 	{
-		notice_unavailable();
+		rl_stats_notice_unavailable();
 		PG_RETURN_VOID();
 	}
+	rl_refused_reset(PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0));
 	if (PG_ARGISNULL(0))
 	{
 		SpinLockAcquire(&s->mutex);

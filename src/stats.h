@@ -79,6 +79,7 @@ typedef enum RlStatsOutcome
 
 extern void rl_stats_init(void);
 extern bool rl_stats_tracking(void);
+extern void rl_stats_notice_unavailable(void);
 
 extern void rl_stats_attribute(RlStatsCall *call);
 extern void rl_stats_lock_wait_start(void);

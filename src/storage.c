@@ -108,7 +108,7 @@ typedef struct RlPlanSpec
 {
 	const char *sql;			/* each %s stands for the quoted schema name */
 	int			nargs;
-	Oid			argtypes[15];
+	Oid			argtypes[18];
 } RlPlanSpec;
 
 #define EQ " OPERATOR(pg_catalog.=) "
@@ -120,6 +120,9 @@ typedef struct RlPlanSpec
 #define KEY_OVERRIDDEN \
 	"EXISTS (SELECT FROM ONLY %s.rl_overrides o WHERE o.name" EQ "s.name" \
 	" AND o.key" EQ "s.key)"
+/* whether a name has allow or deny entries: old schemas replace it too */
+#define ACCESS_LISTED \
+	"EXISTS (SELECT FROM ONLY %s.rl_access a WHERE a.name" EQ "$1)"
 #define ROW_MATCH "name" EQ "$1 AND key" EQ "$2 AND shard" EQ "$3"
 /*
  * Every read of state rows selects prev (the sliding window's third
@@ -137,7 +140,8 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 	[PLAN_GET_DEFINITION] = {
 		"SELECT kind, rate, period, capacity, max_reserved, shards, start,"
 		" storage, time_zone, shadow, block_for, block_factor, block_max,"
-		" block_horizon, " OVERRIDDEN
+		" block_horizon, ipv4_prefix::pg_catalog.int4,"
+		" ipv6_prefix::pg_catalog.int4, max_debt, " OVERRIDDEN ", " ACCESS_LISTED
 		" FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
 		1, {TEXTOID}
 	},
@@ -145,9 +149,9 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		"INSERT INTO %s.rl_definitions AS d"
 		" (name, kind, rate, period, capacity, max_reserved, shards, start,"
 		" storage, time_zone, shadow, block_for, block_factor, block_max,"
-		" block_horizon)"
+		" block_horizon, ipv4_prefix, ipv6_prefix, max_debt)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-		" COALESCE($11, false), $12, $13, $14, $15)"
+		" COALESCE($11, false), $12, $13, $14, $15, $16, $17, $18)"
 		" ON CONFLICT (name) DO UPDATE SET kind = excluded.kind,"
 		" rate = excluded.rate, period = excluded.period,"
 		" capacity = excluded.capacity, max_reserved = excluded.max_reserved,"
@@ -155,13 +159,16 @@ static const RlPlanSpec plan_specs[PLAN_COUNT] = {
 		" storage = excluded.storage, time_zone = excluded.time_zone,"
 		" shadow = excluded.shadow, block_for = excluded.block_for,"
 		" block_factor = excluded.block_factor, block_max = excluded.block_max,"
-		" block_horizon = excluded.block_horizon"
+		" block_horizon = excluded.block_horizon,"
+		" ipv4_prefix = excluded.ipv4_prefix, ipv6_prefix = excluded.ipv6_prefix,"
+		" max_debt = excluded.max_debt"
 		" WHERE d.kind" EQ "excluded.kind OR NOT (d.kind" EQ
 		" ANY ('{concurrency,concurrency lease}'::pg_catalog.text[])"
 		" OR excluded.kind" EQ "ANY ('{concurrency,concurrency lease}'::pg_catalog.text[]))",
-		15, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
+		18, {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID,
 		INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, BOOLOID, INTERVALOID,
-		FLOAT8OID, INTERVALOID, INTERVALOID}
+		FLOAT8OID, INTERVALOID, INTERVALOID, INT4OID, INT4OID,
+		FLOAT8OID}
 	},
 	[PLAN_DELETE_DEFINITION] = {
 		"DELETE FROM ONLY %s.rl_definitions WHERE name" EQ "$1",
@@ -356,25 +363,33 @@ prepare_plan(int i, const char *quoted, bool storage)
 
 		replace_once(&sql, overridden, "false");
 		pfree(overridden);
+		overridden = psprintf(ACCESS_LISTED, quoted);
+		replace_once(&sql, overridden, "false");
+		pfree(overridden);
 		overridden = psprintf(KEY_OVERRIDDEN, quoted);
 		replace_once(&sql, overridden, "false");
 		pfree(overridden);
 		replace_once(&sql, " storage, time_zone, shadow, block_for, block_factor,"
-					 " block_max, block_horizon, false",
+					 " block_max, block_horizon, ipv4_prefix::pg_catalog.int4,"
+					 " ipv6_prefix::pg_catalog.int4, max_debt, false, false",
 					 " NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					 " NULL::pg_catalog.bool, NULL::pg_catalog.interval,"
 					 " NULL::pg_catalog.float8, NULL::pg_catalog.interval,"
-					 " NULL::pg_catalog.interval, false");
+					 " NULL::pg_catalog.interval, NULL::pg_catalog.int4,"
+					 " NULL::pg_catalog.int4, NULL::pg_catalog.float8, false, false");
 		replace_once(&sql, "d.start, d.storage, d.time_zone",
 					 "d.start, NULL::pg_catalog.text, NULL::pg_catalog.text");
 		replace_once(&sql, " start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon)", " start)");
-		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12, $13, $14, $15)",
-					 ", $8)");
+					 " block_factor, block_max, block_horizon, ipv4_prefix,"
+					 " ipv6_prefix, max_debt)", " start)");
+		replace_once(&sql, ", $8, $9, $10, COALESCE($11, false), $12, $13, $14, $15,"
+					 " $16, $17, $18)", ", $8)");
 		replace_once(&sql, ", storage = excluded.storage, time_zone = excluded.time_zone,"
 					 " shadow = excluded.shadow, block_for = excluded.block_for,"
 					 " block_factor = excluded.block_factor, block_max = excluded.block_max,"
-					 " block_horizon = excluded.block_horizon", "");
+					 " block_horizon = excluded.block_horizon,"
+					 " ipv4_prefix = excluded.ipv4_prefix, ipv6_prefix = excluded.ipv6_prefix,"
+					 " max_debt = excluded.max_debt", "");
 		/* nor rate_limits.prev: read as NULL, never written */
 		replace_once(&sql, ", prev FROM", ", NULL::pg_catalog.float8 FROM");
 		replace_once(&sql, ", s.prev FROM", ", NULL::pg_catalog.float8 FROM");
@@ -671,6 +686,8 @@ rl_storage_get_definition(text *name, RlPolicy *policy)
 	rl_definition_options_from_values(values, nulls, policy);
 	policy->overrides = result_column(0, RL_DEFINITION_NATTS + 1, &overridden) &&
 		DatumGetBool(overridden);
+	policy->access_lists = result_column(0, RL_DEFINITION_NATTS + 2, &overridden) &&
+		DatumGetBool(overridden);
 	return true;
 }
 
@@ -698,8 +715,8 @@ rl_storage_put_definition(text *name, Datum *values, bool *nulls)
 }
 
 /*
- * Delete a definition, its overrides and its state (its overridden keys'
- * rows too: they are the name's); false when there was none.
+ * Delete a definition, its overrides, list entries and state (its
+ * overridden keys' rows too: they are the name's); false when there was none.
  */
 bool
 rl_storage_delete_definition(text *name)
@@ -711,7 +728,10 @@ rl_storage_delete_definition(text *name)
 		return false;
 	run_plan(PLAN_DELETE_NAME, args, NULL, false, SPI_OK_DELETE);
 	if (plans_storage)
+	{
 		run_plan(PLAN_DELETE_NAME_OVERRIDES, args, NULL, false, SPI_OK_DELETE);
+		rl_storage_delete_name_access(name);
+	}
 	return true;
 }
 
@@ -781,6 +801,13 @@ Oid
 rl_storage_overrides_relid(void)
 {
 	return get_relname_relid("rl_overrides", storage_nspid);
+}
+
+/* The table rl_access of the schema rl_storage_begin opened. */
+Oid
+rl_storage_access_relid(void)
+{
+	return get_relname_relid("rl_access", storage_nspid);
 }
 
 /* The parameters that address one state row. */
@@ -1355,7 +1382,8 @@ rl_storage_memory_definitions(void)
 	appendStringInfo(&sql,
 					 "SELECT name, kind, rate, period, capacity, max_reserved,"
 					 " shards, start, storage, time_zone, shadow, block_for,"
-					 " block_factor, block_max, block_horizon, "
+					 " block_factor, block_max, block_horizon,"
+					 " ipv4_prefix::pg_catalog.int4, ipv6_prefix::pg_catalog.int4, max_debt, "
 					 "EXISTS (SELECT FROM ONLY %s.rl_overrides o"
 					 " WHERE o.name" EQ "d.name)"
 					 " FROM ONLY %s.rl_definitions d"

@@ -18,6 +18,8 @@
 
 #include "algebra.h"
 
+struct RlAccessEntry;
+
 /* One limit's row address: the key '' stands for the NULL (shared) key. */
 typedef struct RlRowKey
 {
@@ -98,6 +100,13 @@ extern Oid	rl_storage_overrides_relid(void);
 extern bool rl_storage_get_override(text *name, text *key, RlPolicy *policy);
 extern void rl_storage_put_override(Datum *values, bool *nulls);
 extern bool rl_storage_delete_override(text *name, text *key);
+extern Oid	rl_storage_access_relid(void);
+extern int	rl_storage_get_access(text *name, text *address,
+								  MemoryContext cxt,
+								  struct RlAccessEntry **entries);
+extern void rl_storage_put_access(Datum *values, bool *nulls);
+extern bool rl_storage_delete_access(text *name, Datum net);
+extern void rl_storage_delete_name_access(text *name);
 
 extern bool rl_storage_read(const RlRowKey *row, RlState *state);
 extern bool rl_storage_lock(const RlRowKey *row, RlState *state,

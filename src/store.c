@@ -92,22 +92,30 @@ rl_decide_held(const RlTarget *target, const RlHeld *held, double count,
 
 	for (int i = 0; i < held->n; i++)
 		states[i] = held->stored[i] ? &held->state[i] : NULL;
+	if (target->partial)
+		count = rl_partial_count(&policy, target->origin, held->n, states,
+								 held->now, count);
 	rl_check_status(rl_decide_shards(&policy, target->origin, held->n, states,
 									 held->now, count, reserve, answer),
 					held->now);
+	answer->granted = answer->ok ? count : 0;
 	for (int i = 0; i < held->n; i++)
 		if (answer->write[i])
 			rl_check_state_time(&answer->state[i], held->now);
 }
 
-/* One row's new state under a refund, penalty or block. */
+/*
+ * One row's new state under a refund, penalty, block or charge; *charged
+ * receives what a charge took (amount for the other kinds).
+ */
 void
 rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
 		   const RlState *state, TimestampTz now, double amount,
-		   int64 duration, RlState *out)
+		   int64 duration, RlState *out, double *charged)
 {
 	RlStatus	status = RL_DECIDED;
 
+	*charged = amount;
 	switch (kind)
 	{
 		case RL_ADJUST_REFUND:
@@ -118,6 +126,10 @@ rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
 			break;
 		case RL_ADJUST_BLOCK:
 			status = rl_block_state(policy, origin, state, now, duration, out);
+			break;
+		case RL_ADJUST_CHARGE:
+			status = rl_charge_state(policy, origin, state, now, amount, out,
+									 charged);
 			break;
 	}
 	rl_check_status(status, now);

@@ -47,7 +47,8 @@ typedef enum RlAdjustment
 {
 	RL_ADJUST_REFUND,
 	RL_ADJUST_PENALIZE,
-	RL_ADJUST_BLOCK
+	RL_ADJUST_BLOCK,
+	RL_ADJUST_CHARGE			/* rl_settle's: a penalty max_debt bounds */
 } RlAdjustment;
 
 /*
@@ -107,11 +108,12 @@ typedef struct RlStoreOps
 	void		(*unlock) (void);
 
 	/*
-	 * rl_refund, rl_penalize, rl_block; blocked: see rl_adjust_key.  Returns
-	 * the key's state as rl_value would then report it.
+	 * rl_refund, rl_penalize, rl_block, rl_settle's charge; blocked: see
+	 * rl_adjust_key; charged (a charge): what it took.  Returns the key's
+	 * state as rl_value would then report it.
 	 */
 	RlState		(*adjust) (RlTarget *target, RlAdjustment kind, double amount,
-						   int64 duration, bool *blocked);
+						   int64 duration, bool *blocked, double *charged);
 	/*
 	 * rl_reset: forget the key (full again).  every_inline: a defined
 	 * name's key, and the key under every inline config of the name the
@@ -142,6 +144,6 @@ extern void rl_decide_held(const RlTarget *target, const RlHeld *held,
 extern void rl_adjust_state(const RlPolicy *policy, int64 origin,
 							RlAdjustment kind, const RlState *state,
 							TimestampTz now, double amount, int64 duration,
-							RlState *out);
+							RlState *out, double *charged);
 
 #endif							/* RATELIMIT_STORE_H */

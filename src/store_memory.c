@@ -82,8 +82,8 @@ memory_consume(RlTarget *target, double count, bool reserve,
 	hold_memory(target, &k, &held);
 	rl_decide_held(target, &held, count, reserve, answer);
 	if (answer->ok)
-		rl_memory_take(&k, &target->policy, target->origin, held.now, count,
-					   target->epoch);
+		rl_memory_take(&k, &target->policy, target->origin, held.now,
+					   answer->granted, target->epoch);
 	rl_memory_unlock();
 }
 
@@ -210,31 +210,35 @@ memory_unlock(void)
 }
 
 /*
- * rl_adjust on a memory limit (rl_adjust_key).  A penalty is a take (at once, returned by
- * a rollback); a refund and a block change the key when the transaction
- * commits (memory.c), and the state returned is what they would leave if
- * nothing else happened first.
+ * rl_adjust on a memory limit (rl_adjust_key).  A penalty or a charge is a
+ * take (at once, returned by a rollback) of what it decided under the
+ * key's partition; a refund and a block change the key when the
+ * transaction commits (memory.c), and the state returned is what they
+ * would leave if nothing else happened first.
  */
 static RlState
 memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
-			  int64 duration, bool *blocked)
+			  int64 duration, bool *blocked, double *charged)
 {
 	RlMemoryKey k;
 	RlState		state;
 	RlState		next;
 	TimestampTz now;
+	double		took;
 
 	memory_key(target, &k);
-	if (kind == RL_ADJUST_PENALIZE)
+	if (kind == RL_ADJUST_PENALIZE || kind == RL_ADJUST_CHARGE)
 	{
 		rl_memory_lock(&k, 1);
 		now = rl_clock_now();
 		rl_memory_get(&k, &target->policy, target->origin, now, &state);
 		rl_adjust_state(&target->policy, target->origin, kind, &state, now, amount,
-				   0, &next);
-		rl_memory_take(&k, &target->policy, target->origin, now, amount,
+				   0, &next, &took);
+		rl_memory_take(&k, &target->policy, target->origin, now, took,
 					   target->epoch);
 		rl_memory_unlock();
+		if (charged != NULL)
+			*charged = took;
 		return next;
 	}
 	now = rl_clock_now();
@@ -252,7 +256,7 @@ memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		/* the automatic block's length, escalated by the key's offences */
 		duration = rl_escalated_block_for(&target->policy, &state, now);
 		rl_adjust_state(&target->policy, target->origin, kind, &state,
-				   *blocked ? now : since, amount, duration, &next);
+				   *blocked ? now : since, amount, duration, &next, &took);
 		if (*blocked)
 			rl_memory_at_commit(&k, &target->policy, target->origin,
 								RL_MEMORY_BLOCK_UNBLOCKED, 0, duration,
@@ -264,7 +268,7 @@ memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		state.value = fmin(state.value + rl_memory_own_refunds(&k),
 						   target->policy.capacity);
 	rl_adjust_state(&target->policy, target->origin, kind, &state, now, amount,
-			   duration, &next);
+			   duration, &next, &took);
 	rl_memory_at_commit(&k, &target->policy, target->origin,
 						kind == RL_ADJUST_REFUND ? RL_MEMORY_REFUND : RL_MEMORY_BLOCK,
 						amount, duration, target->epoch);

@@ -990,12 +990,12 @@ hold_every_shard(const RlTarget *target, RlState *states, ItemPointerData *tids)
 }
 
 /*
- * Refund, penalize or block a key: hold its row (every shard of a sharded
- * limit), then compute each new state at a time read after the locks and
- * write them all, only once every one is known to be valid.  A sharded
- * refund is spread over the shards in equal parts, none above its own
- * capacity; a penalty takes count / N from each shard, and a block blocks
- * each.  blocked: an automatic block (rl_adjust_key): a key that is
+ * Refund, penalize, block or charge a key: hold its row (every shard of a
+ * sharded limit), then compute each new state at a time read after the
+ * locks and write them all, only once every one is known to be valid.  A
+ * sharded refund is spread over the shards in equal parts, none above its
+ * own capacity; a penalty or charge takes count / N from each shard
+ * (*charged: the sum taken), and a block blocks each.  blocked: an automatic block (rl_adjust_key): a key that is
  * blocked once its row is held is left as it is (*blocked then receives
  * false, and true when the block was written), and the block lasts
  * block_for escalated by the key's offences (rl_escalated_block_for)
@@ -1003,9 +1003,11 @@ hold_every_shard(const RlTarget *target, RlState *states, ItemPointerData *tids)
  */
 static RlState
 table_adjust(RlTarget *target, RlAdjustment kind, double amount,
-			 int64 duration, bool *blocked)
+			 int64 duration, bool *blocked, double *charged)
 {
 	RlPolicy	policy;
+	double		took;
+	double		taken = 0;
 	int			nshards = target->policy.shards;
 	RlState    *states;
 	RlState    *next;
@@ -1056,7 +1058,7 @@ table_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		for (int s = 0; s < nshards; s++)
 		{
 			rl_adjust_state(&policy, target->origin, kind, &states[s], now, 0, 0,
-					   &next[s]);
+					   &next[s], &took);
 			values[s] = next[s].value;
 		}
 		rl_refund_spread(policy.capacity, nshards, values, amount);
@@ -1066,9 +1068,14 @@ table_adjust(RlTarget *target, RlAdjustment kind, double amount,
 	else
 	{
 		for (int s = 0; s < nshards; s++)
+		{
 			rl_adjust_state(&policy, target->origin, kind, &states[s], now,
-					   amount / nshards, duration, &next[s]);
+					   amount / nshards, duration, &next[s], &took);
+			taken += took;
+		}
 	}
+	if (charged != NULL)
+		*charged = taken;
 
 	for (int s = 0; s < nshards; s++)
 		rl_storage_update(&tids[s], &next[s]);

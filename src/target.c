@@ -13,6 +13,7 @@
 
 #include "utils/builtins.h"
 
+#include "access.h"
 #include "definitions.h"
 #include "names.h"
 #include "policy.h"
@@ -42,6 +43,10 @@ rl_target_init(RlTarget *target, text *name, text *key)
 				 errdetail("It separates a name from its inline policy in stored state.")));
 	target->name = name;
 	target->label = name;
+	target->address = NULL;
+	target->address_prefix = 0;
+	target->denied = false;
+	target->partial = false;
 	target->key_is_null = key == NULL;
 	if (key == NULL)
 	{
@@ -180,7 +185,11 @@ resolve(RlTarget *target, HeapTupleHeader config, bool for_reset)
 	if (config != NULL)
 		target->name = rl_inline_row_name(target->label, &target->policy);
 	else
+	{
+		/* an address key's network, before anything reads the key */
+		rl_target_address(target);
 		apply_override(target, for_reset);
+	}
 	set_origin(target);
 	target->store = rl_store_of(&target->policy);
 	return true;
@@ -242,9 +251,13 @@ rl_target_for_row(RlTarget *target, text *name, text *key,
 		cstring_to_text_with_len(VARDATA_ANY(name), sep - VARDATA_ANY(name));
 	target->key = key;
 	target->key_is_null = VARSIZE_ANY_EXHDR(key) == 0;
+	target->address = NULL;
+	target->address_prefix = 0;
+	target->denied = false;
 	target->policy = *policy;
 	target->defined = true;
 	target->epoch = PG_UINT64_MAX;
+	target->partial = false;
 	set_origin(target);
 	target->store = rl_store_of(&target->policy);
 }
@@ -295,6 +308,15 @@ reread(RlTarget *target, bool store_may_change, bool new_epoch)
 						text_to_cstring(target->label)),
 				 errdetail("Its shard count changed from %d to %d.",
 						   target->policy.shards, current.shards),
+				 errhint("Retry the transaction.")));
+	if (target->address != NULL &&
+		target->address_prefix != (strchr(text_to_cstring(target->address), ':') ?
+								   current.ipv6_prefix : current.ipv4_prefix))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("rate limit \"%s\" was redefined while the call waited for its state",
+						text_to_cstring(target->label)),
+				 errdetail("The prefix its address keys count under changed."),
 				 errhint("Retry the transaction.")));
 	if (!store_may_change && rl_store_of(&current) != target->store)
 		ereport(ERROR,
@@ -352,15 +374,37 @@ rl_target_recheck(RlTarget *target, double count, bool reserve)
 	rl_target_check_count(target, count, reserve);
 }
 
-/* Refuse a count the limit can never grant. */
+/*
+ * Refuse a count the limit can never grant.  A partial call asks for at
+ * most what a full key holds, so its count may exceed the capacity; it
+ * decides on what the key holds, which a sharded call does not see.
+ */
 void
 rl_target_check_count(const RlTarget *target, double count, bool reserve)
 {
 	const RlPolicy *p = &target->policy;
-	const char *problem = rl_count_problem(p, count, reserve);
+	const char *problem;
+
+	if (target->partial && p->shards > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a sharded limit cannot grant part of a call"),
+				 errdetail("Limit \"%s\" has %d shards; a call takes from one or two of them, so what the key holds is not what a call could take.",
+						   text_to_cstring(target->label), p->shards)));
+	if (target->partial && count > p->capacity && count <= RL_MAX_AMOUNT)
+		count = p->capacity;
+	problem = rl_count_problem(p, count, reserve);
 
 	if (problem == NULL)
 		return;
+	if (p->has_max_debt)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s", problem),
+				 reserve ?
+				 errdetail("Under max_debt a call may take the key below zero without a reservation.") :
+				 errdetail("The count is %g; the capacity is %g and max_debt is %g.",
+						   count, p->capacity, p->max_debt)));
 	if (reserve && p->kind == RL_SLIDING_WINDOW)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -33,6 +33,12 @@ typedef struct RlTarget
 	uint64		epoch;			/* the definitions' epoch the policy was
 								 * read at (rl_definition_lookup_at);
 								 * PG_UINT64_MAX: not known */
+	text	   *address;		/* the key as the address the lists judge,
+								 * when it is one (access.c); else NULL */
+	int			address_prefix; /* the prefix key counts it under; 0: none */
+	bool		denied;			/* refused by the deny list (limit.c) */
+	bool		partial;		/* rl_limit's partial: a call takes what the
+								 * key holds, up to its count */
 } RlTarget;
 
 extern void rl_target_init(RlTarget *target, text *name, text *key);

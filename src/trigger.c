@@ -230,6 +230,7 @@ resolve_key(EnforceCache *cache, Relation rel, const char *column,
 		case INT8OID:
 		case OIDOID:
 		case UUIDOID:
+		case INETOID:
 		case BOOLOID:
 			cache->key_form = KEY_OUTPUT;
 			break;
@@ -260,7 +261,7 @@ resolve_key(EnforceCache *cache, Relation rel, const char *column,
 						(errcode(ERRCODE_DATATYPE_MISMATCH),
 						 errmsg("rl_enforce() cannot key rows by column \"%s\" of type %s",
 								column, format_type_be(attr->atttypid)),
-						 errdetail("One value must be one key whatever the session's settings, so the key column must be of type text, varchar, char, name, \"char\", smallint, integer, bigint, oid, uuid, boolean, an enum, numeric, date, timestamp, timestamptz or bytea, or of a domain over one of them."),
+						 errdetail("One value must be one key whatever the session's settings, so the key column must be of type text, varchar, char, name, \"char\", smallint, integer, bigint, oid, uuid, inet, boolean, an enum, numeric, date, timestamp, timestamptz or bytea, or of a domain over one of them."),
 						 errhint("Key the trigger on a column of one of those types, for example a generated column computed from this one.")));
 			cache->key_form = KEY_OUTPUT;
 			break;
@@ -759,6 +760,9 @@ rl_enforce(PG_FUNCTION_ARGS)
 	rl_consume(&target, count, false, false, &answer);
 	rl_storage_end();
 
+	if (!answer.ok && target.denied)
+		rl_raise_denied(target.label, target.address, answer.has_retry,
+						answer.retry_after);
 	if (!answer.ok)
 		rl_raise_exceeded(target.label, target.key_is_null ? NULL : target.key,
 						  count, answer.remaining, answer.retry_after);

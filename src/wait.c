@@ -163,14 +163,15 @@ rl_consume_waiting(RlTarget *target, double count, bool reserve, int64 wait,
 		 * nothing a change would wait for, so the call would otherwise
 		 * decide under the policy it read before sleeping (a lowered rate
 		 * or capacity, shadow mode switched off, granted as before).
-		 * Shadow mode grants at once.  A transaction holding the key's row
+		 * Shadow mode grants at once, as the lists answer at once.  A transaction holding the key's row
 		 * (table store) must not sleep on it: every other caller of the key
 		 * would wait for it too (a row a rolled-back try locked is not
 		 * held).
 		 */
 		if (slept)
 			rl_target_recheck(target, count, reserve);
-		if (target->policy.shadow || (!slept && rl_may_hold(target)))
+		if (target->policy.shadow || (!slept && rl_may_hold(target)) ||
+			rl_target_listed(target))
 			break;
 		slept = true;
 		rl_target_check_count(target, count, reserve);

@@ -99,7 +99,13 @@ keys_before=$(psql_db -At -c 'SELECT memory_keys FROM rl_stats_info')
 # mon_block   a bucket of 1 with block_for: 3 calls, 1 granted, 2 refused,
 #             the first refusal (00:00:30) blocks the key, the second not
 # mon_bucket  also one refused rl_check: check_refused, and no call
+# mon_refused a bucket of 1 with block_for, on the real clock (rl_refused
+#             counts in windows of it): 3 calls on key 'a', 1 granted, 2
+#             refused, the first of which blocks the key.  rl_stats_reset()
+#             first, so that names earlier suites refused in this window
+#             take no room in rl_refused, and its only rows are these.
 psql_db >"$out/calls.out" <<'SQL'
+SELECT rl_stats_reset();
 SET ratelimit.now_override = '2026-01-01 00:00:00+00';
 SELECT rl_define('mon_bucket', 'token bucket', 5, '1 hour');
 SELECT rl_define('mon_reserve', 'token bucket', 2, '1 hour', max_reserved => 10);
@@ -125,6 +131,9 @@ SELECT (rl_limit('mon_reserve', NULL, 2)).ok;
 SELECT ok, remaining FROM rl_limit('mon_reserve', NULL, 3, reserve => true);
 SELECT (rl_limit('mon_memory', k)).ok FROM unnest(ARRAY['a', 'b']) k;
 SELECT (rl_limit('mon_wait', 'k')).ok;
+RESET ratelimit.now_override;
+SELECT rl_define('mon_refused', 'token bucket', 1, '1 hour', block_for => '1 hour');
+SELECT (rl_limit('mon_refused', 'a')).ok FROM generate_series(1, 3);
 SQL
 # The holder keeps the row until the waiter is seen waiting for a lock
 # (at most 30 s), so that the wait happens however slow the machine.
@@ -226,9 +235,16 @@ limit mon_shadow  3     3       0       0      1      0       0       0     0   
 limit mon_block   3     1       2       0      1      0       0       0     0       $((t0 + 30)) $t0           0      1      0
 # mon_wait's calls ran on the real clock; the wait lasted 0.2 s or more.
 limit mon_wait    3     3       0       0      3      0       0       1     0.1..60 0            1e9..4e9      0      0      0
+limit mon_refused 3     1       2       0      1      0       0       0     0       1e9..4e9     1e9..4e9      0      1      0
+# rl_refused: the one key refused on the real clock.
+rf="datname=\"$db\",key=\"a\",name=\"mon_refused\""
+check ratelimit_refused_refusals "$rf" 2
+check ratelimit_refused_blocks "$rf" 1
+check ratelimit_refused_error "$rf" 0
+check ratelimit_refused_since_timestamp_seconds "$rf" 1e9..4e9
 # Nothing else of this database.
 n=$(grep -c "^ratelimit_[a-z_]*{datname=\"$db\"," "$out/metrics" || true)
-[ "$n" = 90 ] || { echo "FAIL: $n samples of database $db, expected 90 (6 limits, 15 metrics)" >&2; failures=$((failures + 1)); }
+[ "$n" = 109 ] || { echo "FAIL: $n samples of database $db, expected 109 (7 limits, 15 metrics; one refused key, 4 metrics)" >&2; failures=$((failures + 1)); }
 
 # rl_stats_info, as psql read it just before the scrape.
 st="storage=\"$storage\""

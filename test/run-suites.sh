@@ -105,6 +105,9 @@ suite stress "$RL_REPO/test/stress/stress.sh"
 rl_log "permits stress test (pgbench, 16 clients, a concurrency limit of 4)"
 suite permits-stress "$RL_REPO/test/stress/permits.sh"
 
+rl_log "refused stress test (pgbench, 8 clients refusing the same keys, rl_refused exact)"
+suite refused-stress "$RL_REPO/test/stress/refused.sh"
+
 rl_log "hostile input at random (targeted calls, sqlsmith)"
 suite fuzz "$RL_REPO/test/fuzz/run.sh"
 
@@ -116,7 +119,7 @@ rl_stop_quietly
 rl_log "make installcheck as a packager runs it (a plain cluster on its own port and socket, no shared_preload_libraries, no PGHOST in its environment; the checkout left as it was)"
 suite plain-installcheck "$RL_REPO/test/installcheck-plain.sh"
 
-rl_log "TAP tests (crash recovery, dump and restore, the pg_cron recipe, the PL/Proxy router, rl_gc memory, statistics, logical replication, the memory store, a hint chain into truncated pages, REINDEX CONCURRENTLY beside new keys, the memory store's per-database bound, a take during a definition change's commit)"
+rl_log "TAP tests (crash recovery, dump and restore, the pg_cron recipe, the PL/Proxy router, rl_gc memory, statistics, logical replication, the memory store, a hint chain into truncated pages, REINDEX CONCURRENTLY beside new keys, the memory store's per-database bound, a take during a definition change's commit, rl_refused at its largest sizes and with a clock in the future)"
 tap=$RL_TMP/tap
 rm -rf "$tap"
 mkdir -p "$tap"

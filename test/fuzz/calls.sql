@@ -15,7 +15,7 @@ DECLARE
   durations interval[] := ARRAY['1 second', '0', '-1 hour', '1000 years', '999 years', '1 microsecond', '3 months', NULL];
   results ratelimit.rl_result[];
   fns text[] := ARRAY['rl_limit', 'rl_check', 'rl_value', 'rl_reset', 'rl_define', 'rl_token_bucket',
-                      'rl_refund', 'rl_penalize', 'rl_block', 'rl_headers'];
+                      'rl_refund', 'rl_penalize', 'rl_block', 'rl_headers', 'rl_settle'];
   fn text;
   state text;
   r int;
@@ -34,10 +34,10 @@ BEGIN
     ROW('token bucket', 5, '1 second', 5, NULL, 1, NULL, 'disk', NULL)::ratelimit.rl_policy];
   results := ARRAY[
     NULL,
-    ROW(true, NULL, 1, '1 second', NULL, NULL, NULL, NULL)::ratelimit.rl_result,
-    ROW(false, '-1 day', 'NaN', '-100000000 years', NULL, NULL, NULL, NULL)::ratelimit.rl_result,
-    ROW(false, '100000 years', '-Infinity', '1 microsecond', NULL, NULL, NULL, NULL)::ratelimit.rl_result,
-    ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result];
+    ROW(true, NULL, 1, '1 second', NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result,
+    ROW(false, '-1 day', 'NaN', '-100000000 years', NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result,
+    ROW(false, '100000 years', '-Infinity', '1 microsecond', NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result,
+    ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::ratelimit.rl_result];
   FOR i IN 1..4000 LOOP
     fn := fns[1 + floor(random() * array_length(fns, 1))::int];
     BEGIN
@@ -45,7 +45,8 @@ BEGIN
         WHEN 'rl_limit' THEN
           PERFORM ratelimit.rl_limit(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
             counts[1 + floor(random() * 10)::int], bools[1 + floor(random() * 3)::int],
-            bools[1 + floor(random() * 3)::int], configs[1 + floor(random() * 11)::int]);
+            bools[1 + floor(random() * 3)::int], configs[1 + floor(random() * 11)::int],
+            partial => bools[1 + floor(random() * 3)::int]);
         WHEN 'rl_check' THEN
           PERFORM ratelimit.rl_check(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
             counts[1 + floor(random() * 10)::int], bools[1 + floor(random() * 3)::int],
@@ -64,6 +65,10 @@ BEGIN
         WHEN 'rl_block' THEN
           PERFORM ratelimit.rl_block(names[1 + floor(random() * 11)::int], keys[1 + floor(random() * 10)::int],
             durations[1 + floor(random() * 8)::int], configs[1 + floor(random() * 11)::int]);
+        WHEN 'rl_settle' THEN
+          PERFORM ratelimit.rl_settle((ARRAY['debt', 'debtm'] || names)[1 + floor(random() * 13)::int],
+            keys[1 + floor(random() * 10)::int], counts[1 + floor(random() * 10)::int],
+            counts[1 + floor(random() * 10)::int], configs[1 + floor(random() * 11)::int]);
         WHEN 'rl_headers' THEN
           PERFORM ratelimit.rl_headers(names[1 + floor(random() * 11)::int], results[1 + floor(random() * 5)::int],
             configs[1 + floor(random() * 11)::int]);

@@ -30,6 +30,8 @@ SELECT rl_define('esc', 'token bucket', 2, '1 minute', block_for => '1 second',
 	block_factor => 3, block_max => '1 hour', block_horizon => '1 minute');
 SELECT rl_define('escm', 'fixed window', 2, '1 minute', block_for => '1 second',
 	block_factor => 3, storage => 'memory');
+SELECT rl_define('debt', 'token bucket', 10, '1 minute', max_debt => 5);
+SELECT rl_define('debtm', 'fixed window', 10, '1 minute', max_debt => 5, storage => 'memory');
 SELECT rl_limit('tb', k) FROM generate_series(1, 50) AS k;
 SELECT rl_limit('fw', k::text) FROM generate_series(1, 50) AS k;
 GRANT USAGE ON SCHEMA ratelimit TO $role;

@@ -1,5 +1,5 @@
-# rl_stats on a server that preloads ratelimit and on one that does not:
-# where the counters live, the bound on names, and what a clean restart, an
+# rl_stats (and rl_refused) on a server that preloads ratelimit and on one
+# that does not: where the counters live, the bound on names, and what a clean restart, an
 # immediate shutdown (everything) and a crash (nothing) keep.
 use strict;
 use warnings;
@@ -13,6 +13,7 @@ use RatelimitPsql;
 
 my $rows = q{SELECT string_agg(name || ':' || calls || '/' || granted || '/' || refused, ' ' ORDER BY name) FROM rl_stats};
 my $info = q{SELECT storage || ' ' || names || '/' || max_names || ' untracked ' || untracked_calls FROM rl_stats_info};
+my $refused = q{SELECT coalesce(string_agg(name || ':' || key || ':' || refusals || '/' || error, ' ' ORDER BY name, key), '') FROM rl_refused};
 
 # Two grants and a refusal on 'a', then one call on each of 12 inline
 # names: with room for 10 names, 'a' and the first 9 are tracked and the
@@ -51,10 +52,14 @@ is($pre->safe_psql('postgres', $info), 'shared memory 10/10 untracked 3',
 	'preloaded: shared memory, 10 names tracked, 3 calls past the bound');
 is($pre->safe_psql('postgres', $rows), $tracked,
 	'preloaded: every tracked name counted, names past the bound not');
+is($pre->safe_psql('postgres', $refused), 'a:k:1/0',
+	'preloaded: rl_refused has the one key refused');
 
 $pre->restart;
 is($pre->safe_psql('postgres', $rows), $tracked,
 	'a clean restart keeps every counter');
+is($pre->safe_psql('postgres', $refused), '',
+	'a clean restart starts rl_refused empty (it is not written)');
 is($pre->safe_psql('postgres', $info), 'shared memory 10/10 untracked 3',
 	'a clean restart keeps the names and untracked calls');
 ok(!-e $pre->data_dir . '/pg_stat/ratelimit.stat',
@@ -126,19 +131,25 @@ if ($plain->pg_version >= 17)
 		'not preloaded, 17+: the DSM registry, with the same bound');
 	is($plain->safe_psql('postgres', $rows), $tracked,
 		'not preloaded, 17+: every tracked name counted');
+	is($plain->safe_psql('postgres', $refused), 'a:k:1/0',
+		'not preloaded, 17+: rl_refused in the DSM registry');
 	$plain->restart;
 	is($plain->safe_psql('postgres', "SELECT count(*) FROM rl_stats"), '0',
 		'not preloaded, 17+: a restart starts from zero');
+	is($plain->safe_psql('postgres', $refused), '',
+		'not preloaded, 17+: and rl_refused empty');
 }
 else
 {
 	my ($ret, $out, $err) = $plain->psql('postgres', q{
 		SELECT count(*) FROM rl_stats;
 		SELECT count(*) FROM rl_stats;
+		SELECT count(*) FROM rl_refused;
 		SELECT rl_stats_reset();
 		SELECT storage, names FROM rl_stats_info;
 	});
-	is($out, "0\n0\n\nunavailable|", 'not preloaded, 15 and 16: no rows');
+	is($out, "0\n0\n0\n\nunavailable|",
+		'not preloaded, 15 and 16: no rows, in rl_refused neither');
 	my @notices = $err =~ /NOTICE:  ratelimit statistics are not available/g;
 	is(scalar @notices, 1, 'not preloaded, 15 and 16: one NOTICE per session');
 	like($err, qr/shared_preload_libraries = 'ratelimit'/,

@@ -1,5 +1,6 @@
 # Settings that size shared memory when ratelimit is preloaded
-# (ratelimit.memory_max_keys, ratelimit.stats_max_names) change only at a
+# (ratelimit.memory_max_keys, ratelimit.stats_max_names,
+# ratelimit.refused_max_names, ratelimit.refused_top_k) change only at a
 # restart: a reload that raises them is refused with a LOG line, and a
 # backend crash afterwards (the postmaster reinitialises shared memory at
 # the size it asked for at start) brings the server back.
@@ -20,6 +21,8 @@ shared_preload_libraries = 'ratelimit'
 restart_after_crash = on
 ratelimit.memory_max_keys = 1000
 ratelimit.stats_max_names = 100
+ratelimit.refused_max_names = 10
+ratelimit.refused_top_k = 4
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION ratelimit');
@@ -27,9 +30,11 @@ $node->safe_psql('postgres', 'CREATE EXTENSION ratelimit');
 my $settings = q{SELECT string_agg(name || '=' || setting || ' ' || context
 		|| CASE WHEN pending_restart THEN ' pending' ELSE '' END, ', ' ORDER BY name)
 	FROM pg_settings
-	WHERE name IN ('ratelimit.memory_max_keys', 'ratelimit.stats_max_names')};
+	WHERE name IN ('ratelimit.memory_max_keys', 'ratelimit.stats_max_names',
+		'ratelimit.refused_max_names', 'ratelimit.refused_top_k')};
 is($node->safe_psql('postgres', $settings),
-	'ratelimit.memory_max_keys=1000 postmaster, ratelimit.stats_max_names=100 postmaster',
+	'ratelimit.memory_max_keys=1000 postmaster, ratelimit.refused_max_names=10 postmaster, '
+	  . 'ratelimit.refused_top_k=4 postmaster, ratelimit.stats_max_names=100 postmaster',
 	'preloaded, the sizing settings are postmaster settings');
 
 # Raise both by a reload
@@ -37,6 +42,8 @@ my $log_offset = -s $node->logfile;
 $node->append_conf('postgresql.conf', q{
 ratelimit.memory_max_keys = 400000
 ratelimit.stats_max_names = 100000
+ratelimit.refused_max_names = 100
+ratelimit.refused_top_k = 64
 });
 $node->reload;
 $node->wait_for_log(qr/received SIGHUP, reloading configuration files/,
@@ -44,7 +51,8 @@ $node->wait_for_log(qr/received SIGHUP, reloading configuration files/,
 # and a backend that starts now has seen it too
 sleep 1;
 is($node->safe_psql('postgres', $settings),
-	'ratelimit.memory_max_keys=1000 postmaster pending, ratelimit.stats_max_names=100 postmaster pending',
+	'ratelimit.memory_max_keys=1000 postmaster pending, ratelimit.refused_max_names=10 postmaster pending, '
+	  . 'ratelimit.refused_top_k=4 postmaster pending, ratelimit.stats_max_names=100 postmaster pending',
 	'a reload does not change them, and marks them pending a restart');
 is($node->safe_psql('postgres', 'SHOW ratelimit.memory_max_keys'), '1000',
 	'SHOW gives the value in force');
@@ -75,7 +83,8 @@ is($node->safe_psql('postgres',
 # A restart applies the new values
 $node->restart;
 is($node->safe_psql('postgres', $settings),
-	'ratelimit.memory_max_keys=400000 postmaster, ratelimit.stats_max_names=100000 postmaster',
+	'ratelimit.memory_max_keys=400000 postmaster, ratelimit.refused_max_names=100 postmaster, '
+	  . 'ratelimit.refused_top_k=64 postmaster, ratelimit.stats_max_names=100000 postmaster',
 	'a restart applies them');
 is($node->safe_psql('postgres', 'SELECT memory_max_keys FROM rl_stats_info'),
 	'400000', 'and the memory store has the new size');

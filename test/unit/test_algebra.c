@@ -1423,6 +1423,100 @@ run_escalation(void)
 		   "escalation: a sliding window reads a score as a full window");
 }
 
+/*
+ * max_debt: a call is admitted on a positive balance and may take the key
+ * down to -max_debt; settle's charge stops there (docs/policies.md).
+ */
+static void
+run_debt(void)
+{
+	RlPolicy	tb = bucket(10, MIN, 10);	/* one token per 6 s */
+	RlPolicy	fw = window(10, HOUR, 10, 0);
+	RlState		out;
+	RlDecision	d;
+	double		charged;
+
+	tb.has_max_debt = true;
+	tb.max_debt = 20;
+	fw.has_max_debt = true;
+	fw.max_debt = 5;
+
+	/* 10 held: 10 - 25 = -15 >= -20, granted at once (no retry) */
+	rl_decide(&tb, 0, &(RlState) {10, 0}, 0, 25, false, &d);
+	expect(d.ok && !d.has_retry && near(d.state.value, -15),
+		   "debt: a call below zero, within the bound");
+	/* 9 - 30 = -21 < -20: refused until 10 held, 6 s a token */
+	rl_decide(&tb, 0, &(RlState) {9, 0}, 0, 30, false, &d);
+	expect(!d.ok && d.retry_after == 6 * SEC, "debt: past the bound, wait");
+	/* nothing admitted at 0: the least positive balance, a microsecond on */
+	rl_decide(&tb, 0, &(RlState) {0, 0}, 0, 1, false, &d);
+	expect(!d.ok && d.has_retry && d.retry_after == 1,
+		   "debt: refused at 0, retry when positive");
+	rl_decide(&tb, 0, &(RlState) {0, 0}, 1, 1, false, &d);
+	expect(d.ok, "debt: granted on a positive balance");
+	/* -15 at 0: 15 tokens = 90 s to 0, and a microsecond more */
+	rl_decide(&tb, 0, &(RlState) {-15, 0}, 0, 1, false, &d);
+	expect(!d.ok && d.retry_after == 90 * SEC + 1, "debt: retry exact");
+	rl_decide(&tb, 0, &(RlState) {-15, 0}, 90 * SEC, 1, false, &d);
+	expect(!d.ok, "debt: refused at exactly 0");
+	/* a fixed window: 10 - 14 = -4, then 0 in the next: refused till 2h */
+	rl_decide(&fw, 0, &(RlState) {10, 0}, 0, 14, false, &d);
+	expect(d.ok && near(d.state.value, -4), "debt: fixed window");
+	rl_decide(&fw, 0, &(RlState) {-10, 0}, HOUR, 1, false, &d);
+	expect(!d.ok && d.retry_after == HOUR, "debt: fixed window waits whole windows");
+
+	expect(rl_count_problem(&tb, 30, false) == NULL &&
+		   rl_count_problem(&tb, 30.5, false) != NULL &&
+		   rl_count_problem(&tb, 1, true) != NULL,
+		   "debt: counts up to capacity + max_debt, no reserve");
+	tb.has_max_reserved = true;
+	expect(rl_policy_problem(&tb) != NULL, "debt: not with max_reserved");
+	tb.has_max_reserved = false;
+
+	/* settle's charge: 2 - 30 stops at -20, 22 taken */
+	rl_charge_state(&tb, 0, &(RlState) {2, 0}, 0, 30, &out, &charged);
+	expect(out.value == -20 && charged == 22, "charge: stops at -max_debt");
+	/* within the bound: all of it */
+	rl_charge_state(&tb, 0, &(RlState) {2, 0}, 0, 5, &out, &charged);
+	expect(near(out.value, -3) && charged == 5, "charge: within the bound");
+	/* deeper already (a lowered max_debt): nothing, and not lifted */
+	rl_charge_state(&tb, 0, &(RlState) {-25, 0}, 0, 5, &out, &charged);
+	expect(out.value == -25 && charged == 0, "charge: never lifts a deeper debt");
+	/* without max_debt a charge is a penalty */
+	tb.has_max_debt = false;
+	rl_charge_state(&tb, 0, &(RlState) {2, 0}, 0, 30, &out, &charged);
+	expect(near(out.value, -28) && charged == 30, "charge: unbounded without max_debt");
+}
+
+/* rl_limit's partial: what a partial call decides on (docs/policies.md). */
+static void
+run_partial(void)
+{
+	RlPolicy	tb = bucket(10, MIN, 10);	/* one token per 6 s */
+	RlState		st = {6, 0};
+	const RlState *one[1] = {&st};
+	const RlState *none[1] = {NULL};
+	RlDecision	d;
+	double		c;
+
+	expect(rl_partial_count(&tb, 0, 1, one, 0, 7) == 6, "partial: what is held");
+	expect(rl_partial_count(&tb, 0, 1, one, 0, 3) == 3, "partial: count when held");
+	expect(rl_partial_count(&tb, 0, 1, none, 0, 50) == 10, "partial: a new key is full");
+	/* 1.5 held at 9 s from 0: whole tokens for a whole count */
+	st.value = 0;
+	expect(rl_partial_count(&tb, 0, 1, one, 9 * SEC, 7) == 1, "partial: whole tokens");
+	expect(near(rl_partial_count(&tb, 0, 1, one, 9 * SEC, 2.5), 1.5),
+		   "partial: a fractional count takes a fraction");
+	/* 0.5 held: one token, refused, retry when it is there (3 s) */
+	c = rl_partial_count(&tb, 0, 1, one, 3 * SEC, 7);
+	rl_decide(&tb, 0, &st, 3 * SEC, c, false, &d);
+	expect(c == 1 && !d.ok && d.retry_after == 3 * SEC, "partial: nothing, one token's wait");
+	/* what it takes, it is granted, to the last bit */
+	c = rl_partial_count(&tb, 0, 1, one, 1, 2.5);
+	rl_decide(&tb, 0, &st, 1, c, false, &d);
+	expect(d.ok && d.state.value == 0, "partial: granted exactly what is there");
+}
+
 int
 main(void)
 {
@@ -1442,6 +1536,8 @@ main(void)
 	run_calendar();
 	run_sliding();
 	run_escalation();
+	run_debt();
+	run_partial();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
