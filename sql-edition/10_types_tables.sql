@@ -32,10 +32,11 @@ CREATE TYPE rl_result AS (
 	capacity float8,
 	allowed boolean,
 	retry_after_ms bigint,
-	reset_after_ms bigint
+	reset_after_ms bigint,
+	granted float8
 );
 COMMENT ON TYPE rl_result IS
-	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, and the times in milliseconds';
+	'the answer of rl_limit and rl_check: granted?, when to retry, tokens left, time until full or next window, the limit''s size, whether to act now, the times in milliseconds, and the tokens taken';
 
 CREATE TYPE rl_all_result AS (
 	ok boolean,
@@ -82,6 +83,12 @@ CREATE TABLE rl_definitions (
 	block_horizon interval
 		CHECK (block_horizon OPERATOR(pg_catalog.>) '0'::pg_catalog.interval),
 	time_zone text,
+	ipv4_prefix smallint
+		CHECK (ipv4_prefix OPERATOR(pg_catalog.>=) 1 AND ipv4_prefix OPERATOR(pg_catalog.<=) 32),
+	ipv6_prefix smallint
+		CHECK (ipv6_prefix OPERATOR(pg_catalog.>=) 1 AND ipv6_prefix OPERATOR(pg_catalog.<=) 128),
+	max_debt float8
+		CHECK (max_debt OPERATOR(pg_catalog.>=) 0),
 	CONSTRAINT rl_definitions_kind_check CHECK (
 		CASE WHEN kind OPERATOR(pg_catalog.=) ANY (ARRAY['concurrency', 'concurrency lease'])
 		THEN rate IS NULL AND period IS NULL

@@ -48,6 +48,23 @@ BEGIN
 END
 $$;
 
+-- rl_inet_key: an inet key as the text of its host address; an inet with
+-- a netmask is refused.
+CREATE FUNCTION _rl_inet_key(key inet)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT
+AS $$
+BEGIN
+	IF (pg_catalog.masklen(key) <> CASE pg_catalog.family(key) WHEN 4 THEN 32 ELSE 128 END) THEN
+		RAISE EXCEPTION 'an inet rate limit key must be a host address'
+			USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = pg_catalog.format('The key has a netmask of %s bits.', pg_catalog.masklen(key)),
+			HINT = 'Pass the caller''s address; define the limit with ipv4_prefix or ipv6_prefix to count its network as one key.';
+	END IF;
+	RETURN pg_catalog.host(key);
+END
+$$;
+
 -- A call's limit: its label (the name called), the name its state is
 -- stored under, its definition's row (NULL for an inline config) and its
 -- policy.
@@ -96,8 +113,10 @@ BEGIN
 	IF d.name IS NULL THEN
 		RETURN NULL;
 	END IF;
-	IF d.shadow OR d.block_for IS NOT NULL OR d.block_factor IS NOT NULL THEN
-		RAISE EXCEPTION 'rate limit "%" uses shadow mode or block_for, which the SQL edition of ratelimit does not have yet', d.name
+	IF d.shadow OR d.block_for IS NOT NULL OR d.block_factor IS NOT NULL
+			OR d.ipv4_prefix IS NOT NULL OR d.ipv6_prefix IS NOT NULL
+			OR d.max_debt IS NOT NULL THEN
+		RAISE EXCEPTION 'rate limit "%" uses shadow mode, block_for, an address prefix or max_debt, which the SQL edition of ratelimit does not have yet', d.name
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Define it without them, or use the C edition.';
 	END IF;
@@ -354,13 +373,14 @@ SELECT ROW(d.ok,
 	p.capacity,
 	d.ok AND (NOT d.has_retry OR d.retry_after <= 0),
 	CASE WHEN d.has_retry THEN _rl_ceil_ms(d.retry_after) END,
-	_rl_ceil_ms(d.reset_after))::rl_result
+	_rl_ceil_ms(d.reset_after),
+	CASE WHEN d.ok THEN count ELSE 0 END)::rl_result
 $$;
 
 -- rl_limit and rl_check: decide a call, consuming or not.
 CREATE FUNCTION _rl_limit_or_check(name text, key text, count float8,
 	reserve boolean, throws boolean, config rl_policy, jitter boolean,
-	wait interval, consuming boolean)
+	wait interval, partial boolean, consuming boolean)
 RETURNS rl_result
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -383,11 +403,24 @@ BEGIN
 			RAISE EXCEPTION 'wait must be between 0 and 1000 years'
 				USING ERRCODE = 'invalid_parameter_value';
 		END IF;
-		IF wait_us > 0 THEN
-			RAISE EXCEPTION 'rl_limit''s wait is not in the SQL edition of ratelimit yet'
-				USING ERRCODE = 'feature_not_supported',
-				HINT = 'Retry after retry_after in the application, or use the C edition.';
-		END IF;
+	END IF;
+	IF consuming AND partial IS NULL THEN
+		RAISE EXCEPTION 'partial must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF consuming AND partial AND reserve THEN
+		RAISE EXCEPTION 'partial and reserve cannot be combined'
+			USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = 'A partial call takes only what the key holds now; a reservation takes what it does not hold yet.';
+	END IF;
+	IF consuming AND wait_us > 0 THEN
+		RAISE EXCEPTION 'rl_limit''s wait is not in the SQL edition of ratelimit yet'
+			USING ERRCODE = 'feature_not_supported',
+			HINT = 'Retry after retry_after in the application, or use the C edition.';
+	END IF;
+	IF consuming AND partial THEN
+		RAISE EXCEPTION 'partial grants are not in the SQL edition of ratelimit yet'
+			USING ERRCODE = 'feature_not_supported',
+			HINT = 'Ask for what the key holds (rl_value), or use the C edition.';
 	END IF;
 	t := _rl_resolve(name, key, config, false, consuming);
 	IF consuming THEN

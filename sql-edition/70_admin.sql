@@ -18,7 +18,10 @@ CREATE FUNCTION rl_define(
 	block_for interval DEFAULT NULL,
 	block_factor float8 DEFAULT NULL,
 	block_max interval DEFAULT NULL,
-	block_horizon interval DEFAULT NULL)
+	block_horizon interval DEFAULT NULL,
+	ipv4_prefix integer DEFAULT NULL,
+	ipv6_prefix integer DEFAULT NULL,
+	max_debt float8 DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
@@ -39,8 +42,10 @@ BEGIN
 	PERFORM _rl_policy_of(kind, rate, period, capacity, max_reserved, shards,
 		start, storage, time_zone);
 	IF shadow OR block_for IS NOT NULL OR block_factor IS NOT NULL
-			OR block_max IS NOT NULL OR block_horizon IS NOT NULL THEN
-		RAISE EXCEPTION 'shadow mode and block_for are not in the SQL edition of ratelimit yet'
+			OR block_max IS NOT NULL OR block_horizon IS NOT NULL
+			OR ipv4_prefix IS NOT NULL OR ipv6_prefix IS NOT NULL
+			OR max_debt IS NOT NULL THEN
+		RAISE EXCEPTION 'shadow mode, block_for, address prefixes and max_debt are not in the SQL edition of ratelimit yet'
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Define the limit without them, or use the C edition.';
 	END IF;
@@ -60,7 +65,9 @@ BEGIN
 		storage = excluded.storage, time_zone = excluded.time_zone,
 		shadow = excluded.shadow, block_for = excluded.block_for,
 		block_factor = excluded.block_factor, block_max = excluded.block_max,
-		block_horizon = excluded.block_horizon
+		block_horizon = excluded.block_horizon,
+		ipv4_prefix = excluded.ipv4_prefix, ipv6_prefix = excluded.ipv6_prefix,
+		max_debt = excluded.max_debt
 	WHERE d.kind = excluded.kind
 		OR NOT (d.kind = ANY ('{concurrency,concurrency lease}'::text[])
 			OR excluded.kind = ANY ('{concurrency,concurrency lease}'::text[]));
@@ -73,7 +80,7 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval) IS
+COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8) IS
 	'create or replace a named rate limit; the state it keeps is kept';
 
 -- rl_undefine: drop a named limit and its state.

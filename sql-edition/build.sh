@@ -21,8 +21,12 @@ pgtle=$out/ratelimit_sql--$version.pgtle.sql
 # the key as text.
 per_key() {
 	sed -n '1,/^-- @PER KEY TYPE@$/p' "$1" | sed '$d'
-	for type in text bigint integer smallint uuid; do
-		if [ "$type" = text ]; then default=' DEFAULT NULL' keytext=key; else default= keytext=key::text; fi
+	for type in text bigint integer smallint uuid inet; do
+		case $type in
+		text) default=' DEFAULT NULL' keytext=key ;;
+		inet) default= keytext='_rl_inet_key(key)' ;;
+		*) default= keytext=key::text ;;
+		esac
 		sed -e '1,/^-- @PER KEY TYPE@$/d' -e "s/@KEY_TYPE@/$type/g" \
 			-e "s/@KEY_DEFAULT@/$default/g" -e "s/@KEY_TEXT@/$keytext/g" "$1"
 	done

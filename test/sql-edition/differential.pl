@@ -90,7 +90,8 @@ sub config_sql {
 
 my @defined = map { ["d$_", policy()] } 0 .. 4;
 my @inline = map { ["i$_", policy()] } 0 .. 3;
-my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'");
+my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'", "'10.1.2.3'::inet",
+	"'2001:db8::1'::inet");
 
 my @lines;
 my @what;    # what each output line is, for the report
@@ -156,7 +157,7 @@ for (my $n = 0; $n < $calls; $n++) {
 			my $l = rand() < 0.95 ? pick(@defined) : pick(@inline);
 			push @n, "'$l->[0]'";
 			my $key = pick(@keys);
-			$key =~ s/::bigint//;
+			$key =~ s/::(bigint|inet)//;
 			$key = "'$key'" if $key =~ /^\d+$/;
 			push @k, $key;
 			push @c, pick(1, 1, 2, 0.5, $l->[1]{capacity});
@@ -214,7 +215,10 @@ for (my $n = 0; $n < $calls; $n++) {
 			"rl_define('bad', 'sliding window', 1, '1 second', capacity => 2)",
 			"rl_limit('d1', 'k', 1e15)",
 			"rl_limit('i9', 'k', 2, config => rl_token_bucket(1, '1 second'))",
-			"rl_value('nope')", "rl_reset('nope', 'k')", "rl_undefine('nope')"));
+			"rl_value('nope')", "rl_reset('nope', 'k')", "rl_undefine('nope')",
+			"rl_limit('d0', '10.0.0.0/8'::inet)",
+			"rl_limit('d0', 'k', partial => true, reserve => true)",
+			"rl_limit('d0', 'k', partial => NULL)"));
 	}
 }
 push @lines, "COMMIT;" if $in_xact;
