@@ -77,6 +77,21 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$SELECT CASE WHEN t <= now THEN 0
 	WHEN t - 31557600000000000 <= now THEN t - now END$$;
 
+-- _rl_wait_until, failing where it has no answer (RL_WAIT_TOO_LONG).
+CREATE FUNCTION _rl_wait_to(t bigint, now bigint)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+	w bigint := _rl_wait_until(t, now);
+BEGIN
+	IF w IS NULL THEN
+		PERFORM _rl_fail('wait too long', now);
+	END IF;
+	RETURN w;
+END
+$$;
+
 -- floor_mod
 CREATE FUNCTION _rl_floor_mod(a bigint, m bigint)
 RETURNS bigint
@@ -387,7 +402,6 @@ DECLARE
 	lo bigint := now;
 	hi bigint;
 	mid bigint;
-	w bigint;
 BEGIN
 	IF _rl_available(p, origin, s, now) >= target THEN
 		RETURN 0;
@@ -409,11 +423,7 @@ BEGIN
 			lo := mid;
 		END IF;
 	END LOOP;
-	w := _rl_wait_until(hi, now);
-	IF w IS NULL THEN
-		PERFORM _rl_fail('wait too long', now);
-	END IF;
-	RETURN w;
+	RETURN _rl_wait_to(hi, now);
 END
 $$;
 
@@ -435,7 +445,6 @@ DECLARE
 	guess float8;
 	windows float8;
 	mid bigint;
-	w bigint;
 BEGIN
 	IF p.kind = 'sliding window' THEN
 		RETURN _rl_sliding_wait(p, origin, s, target, now);
@@ -471,9 +480,7 @@ BEGIN
 		IF step < 31557600000000000 THEN
 			step := step * 2;
 		END IF;
-		IF _rl_wait_until(t, now) IS NULL THEN
-			PERFORM _rl_fail('wait too long', now);
-		END IF;
+		PERFORM _rl_wait_to(t, now);
 	END LOOP;
 	step := CASE WHEN p.kind = 'token bucket' THEN 1 ELSE p.period END;
 	IF before > t - step THEN
@@ -487,11 +494,7 @@ BEGIN
 			before := mid;
 		END IF;
 	END LOOP;
-	w := _rl_wait_until(t, now);
-	IF w IS NULL THEN
-		PERFORM _rl_fail('wait too long', now);
-	END IF;
-	RETURN w;
+	RETURN _rl_wait_to(t, now);
 END
 $$;
 
