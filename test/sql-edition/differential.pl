@@ -14,8 +14,9 @@
 # max_reserved, throws, inline and defined names, redefinitions,
 # rl_limit_all, rl_check, rl_value, rl_reset, rl_refund, rl_penalize,
 # rl_block, bad input, and transactions rolled back
-# whole or to a savepoint.  Exits non-zero at the first difference,
-# printing the call.
+# whole or to a savepoint.  Last, the rows each edition stored are
+# compared too.  Exits non-zero at the first difference, printing the
+# call.
 use strict;
 use warnings;
 use Getopt::Long;
@@ -222,6 +223,12 @@ for (my $n = 0; $n < $calls; $n++) {
 	}
 }
 push @lines, "COMMIT;" if $in_xact;
+# and at the end, what each edition stored: the same rows, an inline
+# policy's stored name included, and the same definitions
+push @lines, q{SELECT 'rate_limits ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, shard, value, ts, prev), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C", shard), '') FROM rate_limits;};
+push @what, "the rows of rate_limits after the calls";
+push @lines, q{SELECT 'rl_definitions ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s', name, kind, rate, period, capacity, max_reserved, shards, start, storage), ' ; ' ORDER BY name COLLATE "C"), '') FROM rl_definitions;};
+push @what, "the rows of rl_definitions after the calls";
 
 my $dir = tempdir(CLEANUP => 1);
 my $try = <<'SQL';
