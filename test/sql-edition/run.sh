@@ -13,7 +13,7 @@
 #      (test/sql-edition/specs) where its answer differs;
 #   4. the differential test (differential.pl) compares it, call for call,
 #      with the C edition on the test cluster (RL_PORT, running):
-#      RL_SQLED_CALLS calls (default 100000 on the host's major, about eight
+#      RL_SQLED_CALLS calls (default 100000 on the host's major, four to eight
 #      minutes here, and 20000 in the Debian roots of the others), seed
 #      RL_SQLED_SEED (default 1).
 # The plain cluster runs on RL_PORT + 1 and is stopped at the end.
