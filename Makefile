@@ -22,6 +22,9 @@
 #               the memory store's figures
 #   make profile  perf profiles of one backend running make bench's per-call
 #               statements (root, or perf_event_paranoid <= 1)
+#   make sql-edition  the SQL edition (sql-edition/, for managed services
+#               that load no C library) into tmp/sql-edition: the install
+#               script and its pg_tle form; prints the install's path last
 #   make dist   the PGXN release archive of HEAD: ratelimit-X.Y.Z.zip, the
 #               version read from META.json (docs/packaging.md)
 #
@@ -121,7 +124,7 @@ endif
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit bench bench-memory bench-long bench-wait bench-external profile dist
+.PHONY: run stop test unit sql-edition bench bench-memory bench-long bench-wait bench-external profile dist
 run:
 	test/run-demo.sh
 
@@ -130,6 +133,9 @@ stop:
 
 test:
 	RL_TEST_MAJORS="$(or $(PG),$(RL_TEST_MAJORS))" test/run-tests.sh
+
+sql-edition:
+	@sql-edition/build.sh tmp/sql-edition
 
 bench:
 	$(if $(BASE),test/bench/versions.sh '$(BASE)' bench,test/bench/run.sh)

@@ -111,6 +111,9 @@ suite refused-stress "$RL_REPO/test/stress/refused.sh"
 rl_log "hostile input at random (targeted calls, sqlsmith)"
 suite fuzz "$RL_REPO/test/fuzz/run.sh"
 
+rl_log "SQL edition (make sql-edition; its pg_tle script; installed by a role that is not a superuser on a cluster without the C library; the differential test against the C edition)"
+suite sql-edition "$RL_REPO/test/sql-edition/run.sh"
+
 rl_stop_quietly
 
 rl_log "make installcheck as a packager runs it (a plain cluster on its own port and socket, no shared_preload_libraries, no PGHOST in its environment; the checkout left as it was)"

@@ -1,0 +1,292 @@
+#!/usr/bin/perl
+# test/sql-edition/differential.pl: N random calls, with a pinned clock
+# advancing by random steps, played against the C edition and the SQL
+# edition side by side; every answer must be the same, to the microsecond
+# and to the last bit of every float8.
+#
+#   differential.pl --calls N --seed S --c "PSQL ARGS" --sql "PSQL ARGS"
+#
+# One script of calls is generated and run by psql on each edition; each
+# call goes through pg_temp.try(), which returns the call's result as
+# text, or its error's SQLSTATE, message and detail, so that an error
+# ends no transaction and both outputs line up call for call.  The script
+# mixes every kind, whole and fractional counts, reservations,
+# max_reserved, throws, inline and defined names, redefinitions,
+# rl_limit_all, rl_check, rl_value, rl_reset, rl_refund, rl_penalize,
+# rl_block, bad input, and transactions rolled back
+# whole or to a savepoint.  Last, the rows each edition stored are
+# compared too.  Exits non-zero at the first difference, printing the
+# call.
+use strict;
+use warnings;
+use Getopt::Long;
+use File::Temp qw(tempdir);
+use Time::HiRes qw(time);
+
+my $calls = 1000;
+my $seed = 1;
+my ($c_psql, $sql_psql);
+GetOptions('calls=i' => \$calls, 'seed=i' => \$seed,
+	'c=s' => \$c_psql, 'sql=s' => \$sql_psql) or die "bad arguments\n";
+defined $c_psql && defined $sql_psql or die "--c and --sql are required\n";
+srand($seed);
+
+sub pick { $_[int(rand(@_))] }
+
+# The pinned clock, in microseconds from the Unix epoch.
+my $now = 1767225600 * 1_000_000;    # 2026-01-01 00:00:00 UTC
+sub clock_text {
+	my ($s, $us) = (int($now / 1_000_000), $now % 1_000_000);
+	my @t = gmtime($s);
+	return sprintf("%04d-%02d-%02d %02d:%02d:%02d.%06d+00",
+		$t[5] + 1900, $t[4] + 1, $t[3], $t[2], $t[1], $t[0], $us);
+}
+
+my @periods = ("'1 second'", "'10 seconds'", "'1 minute'", "'7 seconds'",
+	"'1 hour'", "'1 day'", "'1500 milliseconds'", "'333 milliseconds'",
+	"'2 hours 30 minutes'");
+my @rates = (1, 3, 10, 2, 2.5, 7.3, 5, 60, 0.5);
+
+# A random policy: its SQL arguments, and its capacity and kind.
+sub policy {
+	my $kind = pick('token bucket', 'token bucket', 'fixed window', 'sliding window');
+	my $rate = pick(@rates);
+	my $period = pick(@periods);
+	my %p = (kind => $kind, rate => $rate, period => $period, capacity => $rate);
+	if ($kind ne 'sliding window') {
+		my $r = rand();
+		$p{capacity} = $rate * 2 if $r < 0.2;
+		$p{capacity} = $rate / 2 if $r >= 0.2 && $r < 0.3;
+		$p{capacity} = 5 if $r >= 0.3 && $r < 0.35;
+		$p{max_reserved} = pick(0, 1, 2.5, $rate, 10) if rand() < 0.3;
+		$p{start} = "'2025-06-01 00:00:03.25+00'" if $kind eq 'fixed window' && rand() < 0.3;
+	}
+	else {
+		$p{start} = "'2024-02-29 12:00:00+00'" if rand() < 0.3;
+	}
+	return \%p;
+}
+
+sub define_sql {
+	my ($name, $p) = @_;
+	my $s = "rl_define('$name', '$p->{kind}', $p->{rate}, $p->{period}";
+	$s .= ", capacity => $p->{capacity}" if $p->{capacity} != $p->{rate};
+	$s .= ", max_reserved => $p->{max_reserved}" if defined $p->{max_reserved};
+	$s .= ", start => $p->{start}" if defined $p->{start};
+	return "$s)";
+}
+
+sub config_sql {
+	my ($p) = @_;
+	if ($p->{kind} eq 'sliding window') {
+		return "rl_sliding_window($p->{rate}, $p->{period}"
+		  . (defined $p->{start} ? ", start => $p->{start}" : "") . ")";
+	}
+	my $f = $p->{kind} eq 'token bucket' ? 'rl_token_bucket' : 'rl_fixed_window';
+	my $s = "$f($p->{rate}, $p->{period}, capacity => $p->{capacity}";
+	$s .= ", max_reserved => $p->{max_reserved}" if defined $p->{max_reserved};
+	$s .= ", start => $p->{start}" if defined $p->{start};
+	return "$s)";
+}
+
+my @defined = map { ["d$_", policy()] } 0 .. 4;
+my @inline = map { ["i$_", policy()] } 0 .. 3;
+my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'", "'10.1.2.3'::inet",
+	"'2001:db8::1'::inet");
+
+my @lines;
+my @what;    # what each output line is, for the report
+sub emit_call {
+	my ($call) = @_;
+	(my $q = $call) =~ s/'/''/g;
+	push @lines, "SELECT pg_temp.try('$q');";
+	push @what, $call;
+}
+
+push @lines, "SET ratelimit.now_override = '" . clock_text() . "';";
+emit_call(define_sql(@$_)) for @defined;
+
+my ($in_xact, $savepoint) = (0, 0);
+for (my $n = 0; $n < $calls; $n++) {
+	my $r = rand();
+	# the clock: mostly small steps, now and then a long one
+	if (rand() < 0.3) {
+		my $step = rand() < 0.9 ? int(rand(100_000)) : int(rand(7_200_000_000));
+		$step = 86_400_000_000 * (1 + int(rand(3))) if rand() < 0.01;
+		$now += $step;
+		push @lines, "SET ratelimit.now_override = '" . clock_text() . "';";
+	}
+	# transactions
+	if (!$in_xact && rand() < 0.03) {
+		push @lines, "BEGIN;";
+		$in_xact = 1;
+		$savepoint = 0;
+	}
+	elsif ($in_xact && !$savepoint && rand() < 0.1) {
+		push @lines, "SAVEPOINT s;";
+		$savepoint = 1;
+	}
+	elsif ($in_xact && $savepoint && rand() < 0.1) {
+		push @lines, rand() < 0.6 ? "ROLLBACK TO SAVEPOINT s;" : "RELEASE SAVEPOINT s;";
+		$savepoint = 0;
+	}
+	elsif ($in_xact && rand() < 0.08) {
+		push @lines, rand() < 0.5 ? "COMMIT;" : "ROLLBACK;";
+		$in_xact = 0;
+	}
+
+	my $inline = rand() < 0.4;
+	my ($name, $p) = @{ $inline ? pick(@inline) : pick(@defined) };
+	my $key = pick(@keys);
+	my $cfg = $inline ? ", config => " . config_sql($p) : "";
+	my $count = pick(1, 1, 1, 1, 1, 1, 2, 3, 0.5, 1.7, $p->{capacity},
+		sprintf("%.3f", rand() * $p->{capacity} + 0.001));
+	$count = $p->{capacity} + 1 if rand() < 0.02;
+	$count = 1 if $count > $p->{capacity} && rand() < 0.8;
+	$count = pick(0, -1, "'NaN'", "1e16") if rand() < 0.01;
+	my $reserve = $p->{kind} ne 'sliding window' && rand() < 0.25 ? ", reserve => true" : "";
+	my $throws = rand() < 0.05 ? ", throws => true" : "";
+
+	if ($r < 0.56) {
+		emit_call("rl_limit('$name', $key, $count$reserve$throws$cfg)");
+	}
+	elsif ($r < 0.60) {
+		# several limits, all or nothing; a limit may be named twice
+		my $m = 1 + int(rand(4));
+		my (@n, @k, @c);
+		for (1 .. $m) {
+			my $l = rand() < 0.95 ? pick(@defined) : pick(@inline);
+			push @n, "'$l->[0]'";
+			my $key = pick(@keys);
+			$key =~ s/::(bigint|inet)//;
+			$key = "'$key'" if $key =~ /^\d+$/;
+			push @k, $key;
+			push @c, pick(1, 1, 2, 0.5, $l->[1]{capacity});
+		}
+		$reserve = rand() < 0.2 ? ", reserve => true" : "";
+		emit_call("rl_limit_all(ARRAY[" . join(', ', @n) . "]::text[], ARRAY["
+			. join(', ', @k) . "]::text[], ARRAY[" . join(', ', @c) . "]::float8[]$reserve$throws)");
+	}
+	elsif ($r < 0.75) {
+		emit_call("rl_check('$name', $key, $count$reserve$throws$cfg)");
+	}
+	elsif ($r < 0.88) {
+		emit_call("rl_value('$name', $key" . ($inline ? ", " . config_sql($p) : "") . ")");
+	}
+	elsif ($r < 0.90) {
+		# refunds, penalties and blocks (the count is not bound by capacity)
+		my $a = rand();
+		my $amount = pick(1, 0.5, 2, 3.7, $p->{capacity}, $p->{capacity} * 3);
+		my $rest = $inline ? ", config => " . config_sql($p) : "";
+		if ($a < 0.4) {
+			emit_call("rl_refund('$name', $key, $amount$rest)");
+		}
+		elsif ($a < 0.75) {
+			emit_call("rl_penalize('$name', $key, $amount$rest)");
+		}
+		else {
+			my $d = pick("'1 second'", "'250 milliseconds'", "'10 seconds'",
+				"'1 minute'", "'1 hour'", "'0.000001 seconds'", "'1 day'");
+			$d = pick("'0 seconds'", "'-1 second'", "NULL", "'1001 years'") if rand() < 0.05;
+			emit_call("rl_block('$name', $key, $d$rest)");
+		}
+	}
+	elsif ($r < 0.92) {
+		emit_call("rl_reset('$name', $key" . ($inline && rand() < 0.5 ? ", " . config_sql($p) : "") . ")");
+	}
+	elsif ($r < 0.95) {
+		# redefine: a new policy for a defined name (state is kept)
+		my $d = pick(@defined);
+		$d->[1] = policy();
+		emit_call(define_sql(@$d));
+	}
+	elsif ($r < 0.96) {
+		my $d = pick(@defined);
+		emit_call("rl_undefine('$d->[0]')");
+		emit_call(define_sql(@$d));
+	}
+	else {
+		# bad input and the edges of the arguments
+		emit_call(pick("rl_limit('nope', 'k')", "rl_limit('', 'k')",
+			"rl_limit('d0', '')", "rl_limit('d0', 'k', reserve => NULL)",
+			"rl_limit('d0', 'k', config => rl_token_bucket(1, '1 second'))",
+			"rl_token_bucket(0, '1 second')", "rl_fixed_window(1, '101 years')",
+			"rl_sliding_window(1, '1 second', storage => 'disk')",
+			"rl_define('bad', 'leaky bucket', 1, '1 second')",
+			"rl_define('bad', 'sliding window', 1, '1 second', capacity => 2)",
+			"rl_limit('d1', 'k', 1e15)",
+			"rl_limit('i9', 'k', 2, config => rl_token_bucket(1, '1 second'))",
+			"rl_value('nope')", "rl_reset('nope', 'k')", "rl_undefine('nope')",
+			"rl_limit('d0', '10.0.0.0/8'::inet)",
+			"rl_limit('d0', 'k', partial => true, reserve => true)",
+			"rl_limit('d0', 'k', partial => NULL)"));
+	}
+}
+push @lines, "COMMIT;" if $in_xact;
+# and at the end, what each edition stored: the same rows, an inline
+# policy's stored name included, and the same definitions
+push @lines, q{SELECT 'rate_limits ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, shard, value, ts, prev), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C", shard), '') FROM rate_limits;};
+push @what, "the rows of rate_limits after the calls";
+push @lines, q{SELECT 'rl_definitions ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s', name, kind, rate, period, capacity, max_reserved, shards, start, storage), ' ; ' ORDER BY name COLLATE "C"), '') FROM rl_definitions;};
+push @what, "the rows of rl_definitions after the calls";
+
+my $dir = tempdir(CLEANUP => 1);
+my $try = <<'SQL';
+CREATE FUNCTION pg_temp.try(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	r text;
+	st text;
+	msg text;
+	det text;
+BEGIN
+	EXECUTE 'SELECT (' || q || ')::text' INTO r;
+	RETURN COALESCE(r, '<null>');
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
+	RETURN 'ERROR ' || st || ' ' || msg || ' / ' || COALESCE(det, '');
+END
+$f$;
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+SET intervalstyle = 'postgres';
+TRUNCATE rate_limits, rl_definitions;
+SQL
+open(my $fh, '>', "$dir/calls.sql") or die;
+print $fh $try, join("\n", @lines), "\n";
+close $fh;
+
+my %out;
+my %secs;
+for my $ed (['c', $c_psql], ['sql', $sql_psql]) {
+	my $t0 = time();
+	my $cmd = "$ed->[1] -X -q -A -t -v ON_ERROR_STOP=1 -f $dir/calls.sql";
+	my @got = `$cmd`;
+	die "psql failed on the $ed->[0] edition ($cmd): $?\n" if $?;
+	chomp @got;
+	$out{ $ed->[0] } = \@got;
+	$secs{ $ed->[0] } = time() - $t0;
+}
+my ($c, $s) = ($out{c}, $out{sql});
+die "the C edition answered " . @$c . " calls, expected " . @what . "\n" if @$c != @what;
+my $ncalls = @what;
+for my $i (0 .. $#what) {
+	next if defined $s->[$i] && $c->[$i] eq $s->[$i];
+	print "difference at call $i of $ncalls: $what[$i]\n";
+	print "  C edition:   $c->[$i]\n";
+	print "  SQL edition: ", $s->[$i] // '<missing>', "\n";
+	exit 1;
+}
+if (($ENV{RL_SQLED_VERBOSE} // 0) > 1) {
+	print "$what[$_]\n  $c->[$_]\n" for 0 .. $#what;
+}
+my $errors = grep { /^ERROR/ } @$c;
+if ($ENV{RL_SQLED_VERBOSE}) {
+	my %kinds;
+	$kinds{ (/^(ERROR \S+ [^\/]*)/)[0] }++ for grep { /^ERROR/ } @$c;
+	printf "%6d %s\n", $kinds{$_}, $_ for sort { $kinds{$b} <=> $kinds{$a} } keys %kinds;
+	my $ok = grep { /^\(t,/ } @$c;
+	my $refused = grep { /^\(f,/ } @$c;
+	print "granted $ok, refused $refused\n";
+}
+printf "%d calls compared (%d errors among them), no difference; C edition %.1f s, SQL edition %.1f s (seed %d)\n",
+	$ncalls, $errors, $secs{c}, $secs{sql}, $seed;

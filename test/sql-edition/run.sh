@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# test/sql-edition/run.sh: the SQL edition (sql-edition/), built by make
+# sql-edition, then
+#   1. its pg_tle script is valid SQL, and the body it passes to
+#      pgtle.install_extension (a stub that keeps it, since pg_tle is not
+#      packaged here) is the plain install byte for byte;
+#   2. it installs with one psql -f on a cluster that does not load the C
+#      library, as a role that is not a superuser and has only USAGE and
+#      CREATE on one schema;
+#   3. the isolation specs of what it has (SPECS below) run against it with
+#      the C edition's expected output, the extension's creation and drop
+#      replaced by emptying its tables, and its own specs
+#      (test/sql-edition/specs) where its answer differs;
+#   4. the differential test (differential.pl) compares it, call for call,
+#      with the C edition on the test cluster (RL_PORT, running):
+#      RL_SQLED_CALLS calls (default 100000 on the host's major, four to eight
+#      minutes here, and 20000 in the Debian roots of the others), seed
+#      RL_SQLED_SEED (default 1).
+# The plain cluster runs on RL_PORT + 1 and is stopped at the end.
+source "$(dirname "$0")/../lib.sh"
+
+rl_choose_tmp
+if [ "$RL_PG_MAJOR" = "$RL_HOST_MAJOR" ]; then
+	calls=${RL_SQLED_CALLS:-100000}
+else
+	calls=${RL_SQLED_CALLS:-20000}
+fi
+seed=${RL_SQLED_SEED:-1}
+plain=$RL_TMP/sqled-plain
+port=$((RL_PORT + 1))
+data=$plain/data
+sock=$plain/sock
+fail() {
+	rl_log "FAILED: $*"
+	exit 1
+}
+stop_plain() {
+	if [ -f "$data/postmaster.pid" ]; then
+		rl_as_server "$RL_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+	fi
+}
+trap stop_plain EXIT
+
+install=$(make -C "$RL_REPO" -s --no-print-directory sql-edition | tail -1)
+pgtle=${install%.sql}.pgtle.sql
+[ -f "$install" ] && [ -f "$pgtle" ] || fail "make sql-edition did not print the install script's path"
+chmod a+r "$install" "$pgtle"
+
+stop_plain
+rm -rf "$plain"
+mkdir -p "$data" "$sock" "$plain/log"
+if rl_is_root; then chown postgres: "$data" "$sock" "$plain/log"; fi
+rl_as_server "$RL_BIN/initdb" -D "$data" -U postgres --auth=trust --no-sync -E UTF8 --no-locale >/dev/null
+rl_as_server env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE -u PGOPTIONS \
+	"$RL_BIN/pg_ctl" -D "$data" -l "$plain/log/postgresql.log" -w \
+	-o "-p $port -k $sock -c listen_addresses=''" start >/dev/null || fail "the plain cluster did not start"
+plain_psql() { "$RL_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$sock" -p "$port" "$@"; }
+
+# 1. The pg_tle script, against a stub of pgtle.install_extension.
+rl_log "the pg_tle script: valid SQL, and its body is the plain install"
+plain_psql -U postgres -d postgres -c "CREATE DATABASE tle" \
+	-c "CREATE DATABASE sqled" -c "CREATE ROLE rl_app LOGIN" -c "CREATE ROLE rl_caller LOGIN"
+plain_psql -U postgres -d tle <<'SQL'
+CREATE SCHEMA pgtle;
+CREATE TABLE pgtle.installed (name text, version text, description text, body text, requires text[]);
+CREATE FUNCTION pgtle.install_extension(name text, version text, description text, ext text, requires text[] DEFAULT NULL)
+RETURNS boolean LANGUAGE sql
+AS $$INSERT INTO pgtle.installed VALUES (name, version, description, ext, requires) RETURNING true$$;
+SQL
+plain_psql -U postgres -d tle -f "$pgtle" >/dev/null || fail "the pg_tle script is not valid SQL"
+got=$(plain_psql -U postgres -d tle -At -c "SELECT name || ' ' || version || ' ' || md5(body) FROM pgtle.installed")
+want="ratelimit_sql 1.3 $(md5sum <"$install" | cut -d' ' -f1)"
+[ "$got" = "$want" ] || fail "pg_tle body differs from the install: got '$got', want '$want'"
+
+# 2. The install, as a role with only USAGE and CREATE on one schema.
+rl_log "install as a role that is not a superuser, into a schema it may only create in"
+plain_psql -U postgres -d sqled -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" \
+	-c "CREATE SCHEMA limits" -c "GRANT USAGE, CREATE ON SCHEMA limits TO rl_app" \
+	-c "GRANT USAGE ON SCHEMA limits TO rl_caller"
+PGOPTIONS="-c search_path=limits" plain_psql -1 -U rl_app -d sqled -f "$install" >/dev/null ||
+	fail "the install failed"
+lib=$(plain_psql -U postgres -d sqled -At -c "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = 'ratelimit'")
+[ "$lib" = 0 ] || fail "the C edition is installed in the SQL edition's database"
+edition=$(plain_psql -U rl_caller -d sqled -At -c "SELECT edition || ' ' || version FROM limits.rl_sql_edition()")
+[ "$edition" = "sql 1.3" ] || fail "rl_sql_edition() says '$edition'"
+
+# Grants as the C edition's, and a caller's temporary table in front of
+# the edition's on its search_path changes nothing.
+rl_log "privileges and search_path: a caller with only USAGE on the schema"
+plain_psql -U rl_app -d sqled -c "SET search_path = limits" \
+	-c "SELECT rl_define('guard', 'token bucket', 1, '1 hour')" >/dev/null
+out=$(plain_psql -U rl_caller -d sqled -At 2>&1 <<'SQL'
+CREATE TEMP TABLE rate_limits (name text, key text, shard smallint, value float8, ts timestamptz, prev float8);
+INSERT INTO rate_limits VALUES ('guard', 'k', 0, 100, now(), NULL);
+SET search_path = pg_temp, limits;
+SELECT ok FROM rl_limit('guard', 'k');
+SELECT ok FROM rl_limit('guard', 'k');
+SELECT ok FROM limits.rl_limit('x', 'k', config => limits.rl_token_bucket(1, '1 second'));
+\set ON_ERROR_STOP 0
+\set SHOW_CONTEXT never
+SELECT limits.rl_define('mine', 'token bucket', 1, '1 second');
+SELECT limits.rl_reset('guard', 'k');
+SELECT limits.rl_refund('guard', 'k');
+SELECT limits._rl_us(now());
+SELECT count(*) FROM limits.rate_limits;
+SET ratelimit.now_override = '2030-01-01 00:00:00+00';
+SELECT ok FROM rl_limit('guard', 'k');
+SQL
+)
+want="t
+f
+t
+ERROR:  permission denied for function rl_define
+ERROR:  permission denied for function rl_reset
+ERROR:  permission denied for function rl_refund
+ERROR:  permission denied for function _rl_us
+ERROR:  permission denied for table rate_limits
+ERROR:  permission denied to pin the clock with ratelimit.now_override
+DETAIL:  Only a superuser or a member of the role that owns the rate limits may set it.
+HINT:  Reset ratelimit.now_override."
+[ "$out" = "$want" ] || fail "privileges: got
+$out"
+
+# 3. Isolation specs, as a superuser (some set deadlock_timeout); the
+# calls run as the role that installed the edition, which owns them.
+# (not the specs of the C edition's definition cache, cache_reset and
+# cache_miss_race: the SQL edition has none, and reads every definition)
+SPECS=${RL_SQLED_SPECS:-last_token new_key savepoint reservations isolation_levels \
+	new_key_levels reads_never_block definition_cache hand_edits timeouts \
+	held_grant limit_all_order limit_all_prefixes}
+SPECS=$(echo $SPECS)
+rl_log "isolation specs against the SQL edition: $SPECS"
+iso=$RL_TMP/sqled-iso
+rm -rf "$iso"
+mkdir -p "$iso/specs" "$iso/expected"
+for spec in $SPECS; do
+	sed -e 's/^\([[:space:]]*\)CREATE EXTENSION IF NOT EXISTS ratelimit;/\1TRUNCATE rate_limits, rl_definitions;/' \
+		-e 's/^\([[:space:]]*\)DROP EXTENSION ratelimit;/\1TRUNCATE rate_limits, rl_definitions;/' \
+		"$RL_REPO/test/specs/$spec.spec" >"$iso/specs/$spec.spec"
+	cp "$RL_REPO/test/expected/$spec.out" "$iso/expected/"
+done
+# and the SQL edition's own, where its answer differs (each says why)
+for f in "$RL_REPO"/test/sql-edition/specs/*.spec; do
+	spec=$(basename "$f" .spec)
+	cp "$f" "$iso/specs/"
+	cp "$RL_REPO/test/sql-edition/expected/$spec.out" "$iso/expected/" 2>/dev/null || :
+	SPECS="$SPECS $spec"
+done
+if rl_is_root; then chown -R postgres: "$iso"; fi
+pgxs=$(dirname "$RL_BIN")/lib/pgxs
+if ! (cd "$iso" && PGOPTIONS="-c search_path=limits" "$pgxs/src/test/isolation/pg_isolation_regress" \
+	--inputdir="$iso" --outputdir="$iso" --bindir="$RL_BIN" --use-existing --dbname=sqled \
+	--host="$sock" --port="$port" --user=postgres $SPECS); then
+	cat "$iso/regression.diffs" 2>/dev/null || true
+	fail "isolation specs against the SQL edition"
+fi
+
+# The regression suites of what it has, as the role that installed it,
+# with the C edition's expected output (the extension's creation replaced
+# by emptying its tables).  psql shows no error's CONTEXT,
+# and an error's LOCATION and CONTEXT lines are left out of the expected
+# output too: they name the source line that raised it, and PL/pgSQL's
+# call stack, which the C edition's errors do not have.
+REGRESS=${RL_SQLED_REGRESS:-define limit fixed_window keys reserve transactions limit_all_prefixes}
+rl_log "regression suites against the SQL edition: $REGRESS"
+reg=$RL_TMP/sqled-regress
+rm -rf "$reg"
+mkdir -p "$reg/sql" "$reg/expected"
+for suite in $REGRESS; do
+	for f in sql/$suite.sql expected/$suite.out; do
+		{ echo '\set SHOW_CONTEXT never'; sed 's/^CREATE EXTENSION ratelimit;$/TRUNCATE rate_limits, rl_definitions;/' "$RL_REPO/$f"; } >"$reg/$f"
+	done
+done
+if rl_is_root; then chown -R postgres: "$reg"; fi
+plain_psql -U rl_app -d sqled -c "TRUNCATE limits.rate_limits, limits.rl_definitions"
+(cd "$reg" && PGOPTIONS="-c search_path=limits" "$pgxs/src/test/regress/pg_regress" \
+	--inputdir="$reg" --outputdir="$reg" --bindir="$RL_BIN" --use-existing --dbname=sqled \
+	--host="$sock" --port="$port" --user=rl_app $REGRESS >"$reg/pg_regress.log") || :
+no_location() { grep -vE '^(LOCATION|CONTEXT):  |^(PL/pgSQL function|SQL function|SQL statement) ' "$1"; }
+for suite in $REGRESS; do
+	diff -u <(no_location "$reg/expected/$suite.out") <(no_location "$reg/results/$suite.out") ||
+		fail "regression suite $suite against the SQL edition"
+done
+
+# 4. The differential test against the C edition on the test cluster.
+rl_log "differential test: $calls random calls, C edition and SQL edition side by side"
+"$RL_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS sqled_c" -c "CREATE DATABASE sqled_c"
+"$RL_BIN/psql" -X -q -d sqled_c -c "CREATE EXTENSION ratelimit"
+perl "$RL_REPO/test/sql-edition/differential.pl" --calls "$calls" --seed "$seed" \
+	--c "$RL_BIN/psql -h $RL_SOCK -p $RL_PORT -U postgres -d sqled_c" \
+	--sql "env PGOPTIONS=-csearch_path=limits $RL_BIN/psql -h $sock -p $port -U rl_app -d sqled" ||
+	fail "the editions answered differently"
+"$RL_BIN/psql" -X -q -d postgres -c "DROP DATABASE sqled_c"
