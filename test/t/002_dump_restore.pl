@@ -122,7 +122,8 @@ my $app_may = q{SELECT string_agg(format('%s %s', p.oid::regprocedure,
 	WHERE p.proname IN ('rl_define', 'rl_reset') AND has_function_privilege('app', p.oid, 'EXECUTE')};
 my $kept = $node->safe_psql('upgraded', $app_may);
 is($kept, 'rl_define(text,text,double precision,interval,double precision,double precision,integer,'
-	. 'timestamp with time zone,text,text,boolean,interval,double precision,interval,interval) with grant option, '
+	. 'timestamp with time zone,text,text,boolean,interval,double precision,interval,interval,integer,integer,'
+	. 'double precision) with grant option, '
 	. 'rl_reset(text,text,rl_policy) execute',
 	'the update keeps EXECUTE granted by hand, on the new signatures');
 my $upgraded_dump = $node->basedir . '/upgraded.dump';
