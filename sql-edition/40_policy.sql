@@ -353,4 +353,4 @@ SET search_path FROM CURRENT
 AS $$SELECT _rl_policy_datum('sliding window', rate, period, rate,
 	NULL, 1, start, storage, NULL)$$;
 COMMENT ON FUNCTION rl_sliding_window(float8, interval, timestamptz, text) IS
-	'an inline sliding window policy: at most rate per period, estimated from the counts of the current and the previous window';
+	'an inline sliding window policy: at most rate per period, estimated from the counts of the current and the previous window (windows as a fixed window''s)';

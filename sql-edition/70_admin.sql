@@ -81,7 +81,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8) IS
-	'create or replace a named rate limit; the state it keeps is kept';
+	'create or replace a named rate limit; the state of the store it keeps is kept';
 
 -- rl_undefine: drop a named limit and its state.
 CREATE FUNCTION rl_undefine(name text)

@@ -7,11 +7,14 @@
 #   2. it installs with one psql -f on a cluster that does not load the C
 #      library, as a role that is not a superuser and has only USAGE and
 #      CREATE on one schema;
-#   3. the isolation specs of what it has (SPECS below) run against it with
+#   3. its types, tables and functions are declared as the C edition's
+#      (shape.sql on both, compared by shape.pl, which lists the exceptions
+#      and what the SQL edition lacks, each with its reason);
+#   4. the isolation specs of what it has (SPECS below) run against it with
 #      the C edition's expected output, the extension's creation and drop
 #      replaced by emptying its tables, and its own specs
 #      (test/sql-edition/specs) where its answer differs;
-#   4. the differential test (differential.pl) compares it, call for call,
+#   5. the differential test (differential.pl) compares it, call for call,
 #      with the C edition on the test cluster (RL_PORT, running):
 #      RL_SQLED_CALLS calls (default 100000 on the host's major, four to eight
 #      minutes here, and 20000 in the Debian roots of the others), seed
@@ -84,6 +87,20 @@ lib=$(plain_psql -U postgres -d sqled -At -c "SELECT count(*) FROM pg_catalog.pg
 edition=$(plain_psql -U rl_caller -d sqled -At -c "SELECT edition || ' ' || version FROM limits.rl_sql_edition()")
 [ "$edition" = "sql 1.3" ] || fail "rl_sql_edition() says '$edition'"
 
+# 3. The declarations, as installed, against the C edition's on the test
+# cluster (before the suites below add functions of their own).
+rl_log "declarations: the SQL edition's types, tables and functions as the C edition's"
+"$RL_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS sqled_c" -c "CREATE DATABASE sqled_c"
+"$RL_BIN/psql" -X -q -d sqled_c -c "CREATE EXTENSION ratelimit"
+shape=$RL_TMP/sqled-shape
+rm -rf "$shape"
+mkdir -p "$shape"
+"$RL_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d sqled_c -f "$RL_REPO/test/sql-edition/shape.sql" >"$shape/c.txt"
+PGOPTIONS="-c search_path=limits" plain_psql -At -U rl_app -d sqled \
+	-f "$RL_REPO/test/sql-edition/shape.sql" >"$shape/sql.txt"
+perl "$RL_REPO/test/sql-edition/shape.pl" "$shape/c.txt" "$shape/sql.txt" "$RL_REPO/docs/managed.md" ||
+	fail "the SQL edition's declarations differ from the C edition's"
+
 # Grants as the C edition's, and a caller's temporary table in front of
 # the edition's on its search_path changes nothing.
 rl_log "privileges and search_path: a caller with only USAGE on the schema"
@@ -121,7 +138,7 @@ HINT:  Reset ratelimit.now_override."
 [ "$out" = "$want" ] || fail "privileges: got
 $out"
 
-# 3. Isolation specs, as a superuser (some set deadlock_timeout); the
+# 4. Isolation specs, as a superuser (some set deadlock_timeout); the
 # calls run as the role that installed the edition, which owns them.
 # (not the specs of the C edition's definition cache, cache_reset and
 # cache_miss_race: the SQL edition has none, and reads every definition)
@@ -182,10 +199,8 @@ for suite in $REGRESS; do
 		fail "regression suite $suite against the SQL edition"
 done
 
-# 4. The differential test against the C edition on the test cluster.
+# 5. The differential test against the C edition, in the database of 3.
 rl_log "differential test: $calls random calls, C edition and SQL edition side by side"
-"$RL_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS sqled_c" -c "CREATE DATABASE sqled_c"
-"$RL_BIN/psql" -X -q -d sqled_c -c "CREATE EXTENSION ratelimit"
 perl "$RL_REPO/test/sql-edition/differential.pl" --calls "$calls" --seed "$seed" \
 	--c "$RL_BIN/psql -h $RL_SOCK -p $RL_PORT -U postgres -d sqled_c" \
 	--sql "env PGOPTIONS=-csearch_path=limits $RL_BIN/psql -h $sock -p $port -U rl_app -d sqled" ||
