@@ -705,7 +705,7 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'rl_assign'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_assign(text, text, text) IS
-	'assign one key of a named rate limit to a plan, replacing its plan or override; the key keeps what it consumed';
+	'assign one key of a named rate limit to a plan, replacing its plan or override; the key keeps what it has left, at most the plan''s capacity';
 REVOKE ALL ON FUNCTION @extschema@.rl_assign(text, text, text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_unassign(name text, key text)
@@ -713,7 +713,7 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'rl_unassign'
 LANGUAGE C VOLATILE STRICT SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_unassign(text, text) IS
-	'take one key off its plan: it follows the definition again and keeps what it consumed; false when it had no plan';
+	'take one key off its plan: it follows the definition again and keeps what it has left, at most its capacity; false when it had no plan';
 REVOKE ALL ON FUNCTION @extschema@.rl_unassign(text, text) FROM PUBLIC;
 
 -- rl_headers' key argument (1.3): the fields of a key with an override.

@@ -1,6 +1,7 @@
 -- Plans: named classes of a defined limit ("free 100 a day, pro 10,000"),
 -- and keys assigned to them.  Moving a key to another plan keeps what it
--- consumed: never a fresh bucket, never a lost debt.  Exact vectors with a
+-- has left, at most the new capacity: it never adds tokens, and a debt
+-- stays.  Exact vectors with a
 -- pinned clock, on both stores (make test runs this file on the direct
 -- path and again on the SQL path).
 SET timezone = 'UTC';
@@ -24,22 +25,24 @@ SELECT name, key, plan, rate, capacity FROM rl_overrides
 WHERE name IN ('api', 'api_m') ORDER BY name, key;
 SELECT ok, remaining FROM rl_limit('api', 'cust', 90);
 SELECT ok, remaining FROM rl_limit('api_m', 'cust', 90);
--- upgrade to pro: 9,910 left in the window (rl_check's remaining leaves
--- out the one it asks for), not a fresh 10,000
+-- upgrade to pro: the 10 left in the window (rl_check's remaining leaves
+-- out the one it asks for), not a fresh 10,000; pro's from the next
 SELECT rl_assign('api', 'cust', 'pro');
 SELECT rl_assign('api_m', 'cust', 'pro');
 SELECT remaining FROM rl_check('api', 'cust');
 SELECT remaining FROM rl_check('api_m', 'cust');
-SELECT ok, remaining FROM rl_limit('api', 'cust', 9910);
-SELECT ok, remaining FROM rl_limit('api_m', 'cust', 9910);
+SELECT ok, remaining FROM rl_limit('api', 'cust', 11);
+SELECT ok, remaining FROM rl_limit('api_m', 'cust', 11);
+SELECT ok, remaining FROM rl_limit('api', 'cust', 10);
+SELECT ok, remaining FROM rl_limit('api_m', 'cust', 10);
 SELECT ok FROM rl_limit('api', 'cust');
 SELECT ok FROM rl_limit('api_m', 'cust');
 -- rl_status and rl_headers show the plan's numbers
 SELECT name, key, plan, rate, capacity, value FROM rl_status
 WHERE name = 'api' ORDER BY key;
 SELECT rl_headers('api', rl_check('api', 'cust'), key => 'cust');
--- downgrade to free with 10,000 used: refused until the window ends, then
--- free's 100 (not a debt of 9,900 carried into the next windows)
+-- downgrade to free with nothing left: refused until the window ends, then
+-- free's 100
 SELECT rl_assign('api', 'cust', 'free');
 SELECT rl_assign('api_m', 'cust', 'free');
 SELECT ok, remaining, retry_after FROM rl_limit('api', 'cust');
@@ -47,7 +50,7 @@ SELECT ok, remaining, retry_after FROM rl_limit('api_m', 'cust');
 SET ratelimit.now_override = '2026-01-02 00:00:00+00';
 SELECT ok, remaining FROM rl_limit('api', 'cust');
 SELECT ok, remaining FROM rl_limit('api_m', 'cust');
--- a downgrade that leaves something: pro with 50 used, to free: 50 left
+-- up to pro with free's 99 left: 99; 49 used, then down to free: 50 left
 SELECT rl_assign('api', 'cust', 'pro');
 SELECT rl_assign('api_m', 'cust', 'pro');
 SELECT remaining FROM rl_check('api', 'cust');
@@ -67,10 +70,9 @@ SELECT count(*) FROM rate_limits WHERE name = 'api' AND key = 'never';
 SELECT remaining FROM rl_check('api', 'cust');
 SELECT remaining FROM rl_check('api_m', 'cust');
 
--- the memory store gives tokens at commit: a key given tokens in the
--- transaction (rl_refund, or a move up) is not moved down in it, or the
--- tokens would land after the move's take.  Free with 90 used, up and
--- down again: still 10 left, not a fresh 100
+-- the memory store gives tokens at commit (rl_refund): a move in the same
+-- transaction leaves room for them, so the key ends as if they came
+-- first.  Free with 90 used, up and down again: still 10 left
 SELECT rl_assign('api_m', 'late', 'free');
 SELECT ok FROM rl_limit('api_m', 'late', 90);
 BEGIN;
@@ -78,18 +80,15 @@ SELECT rl_assign('api_m', 'late', 'pro');
 SELECT rl_assign('api_m', 'late', 'free');
 COMMIT;
 SELECT remaining FROM rl_check('api_m', 'late');
--- pro with 9,080 used, 500 refunded, then free: refused too (free's 100
--- would be given back at commit); the key stays on pro with 920 left
+-- on pro with 10 left, 500 refunded, then free: 510 capped at free's 100
 SELECT rl_assign('api_m', 'late', 'pro');
-SELECT ok FROM rl_limit('api_m', 'late', 8990);
 BEGIN;
 SELECT value FROM rl_refund('api_m', 'late', 500);
 SELECT rl_assign('api_m', 'late', 'free');
 COMMIT;
-SELECT remaining FROM rl_check('api_m', 'late');
--- a move up after a refund is fine: both land at commit.  Down to free
--- (nothing left), then 50 refunded and up to pro: 9,950
-SELECT rl_assign('api_m', 'late', 'free');
+SELECT value FROM rl_value('api_m', 'late');
+-- free and full, 50 refunded (free keeps 100), then up to pro: 100, not
+-- 150
 BEGIN;
 SELECT value FROM rl_refund('api_m', 'late', 50);
 SELECT rl_assign('api_m', 'late', 'pro');
@@ -115,14 +114,17 @@ SELECT ok FROM rl_limit('tb_m', 'k', 150, reserve => true);
 SELECT value FROM rl_value('tb', 'k');
 SELECT value FROM rl_value('tb_m', 'k');
 SET ratelimit.now_override = '2026-01-01 06:00:00+00';
--- pro: 10,000 less the 125 consumed (the six hours refill at free's rate,
--- not pro's)
+-- pro: the debt of 25 stays (the six hours refilled at free's rate), then
+-- six hours at pro's rate (2,500) bring it to 2,475
 SELECT rl_assign('tb', 'k', 'pro');
 SELECT rl_assign('tb_m', 'k', 'pro');
 SELECT value FROM rl_value('tb', 'k');
 SELECT value FROM rl_value('tb_m', 'k');
-SELECT ok FROM rl_limit('tb', 'k', 9900, reserve => true);
-SELECT ok FROM rl_limit('tb_m', 'k', 9900, reserve => true);
+SET ratelimit.now_override = '2026-01-01 12:00:00+00';
+SELECT value FROM rl_value('tb', 'k');
+SELECT value FROM rl_value('tb_m', 'k');
+SELECT ok FROM rl_limit('tb', 'k', 2500, reserve => true);
+SELECT ok FROM rl_limit('tb_m', 'k', 2500, reserve => true);
 SELECT value FROM rl_value('tb', 'k');
 -- back to free: the debt of 25 stays, refilling at free's rate
 SELECT rl_assign('tb', 'k', 'free');
@@ -131,8 +133,9 @@ SELECT value FROM rl_value('tb', 'k');
 SELECT value FROM rl_value('tb_m', 'k');
 SELECT ok, retry_after FROM rl_limit('tb', 'k');
 SELECT ok, retry_after FROM rl_limit('tb_m', 'k');
--- a full key moved down holds free's capacity, not pro's
+-- a full pro key moved down holds free's capacity, not pro's
 SELECT rl_assign('tb', 'full', 'pro');
+SELECT value FROM rl_refund('tb', 'full', 9900);
 SELECT rl_assign('tb', 'full', 'free');
 SELECT value FROM rl_value('tb', 'full');
 
@@ -140,14 +143,14 @@ SELECT value FROM rl_value('tb', 'full');
 -- and keeps what each has left, as a change of an override does
 SELECT rl_plan('tb', 'free', 200, max_reserved => 100);
 SELECT rate, capacity, plan FROM rl_status WHERE name = 'tb' AND key = 'k';
-SET ratelimit.now_override = '2026-01-01 12:00:00+00';
+SET ratelimit.now_override = '2026-01-01 18:00:00+00';
 SELECT value FROM rl_value('tb', 'k');
 
 -- an override and a plan: a key has one or the other.  rl_override on an
 -- assigned key replaces the assignment (keeping what is left, as any
--- override change); rl_assign replaces an override (keeping what was
--- consumed); rl_unoverride leaves an assignment alone, and rl_unassign an
--- override
+-- override change); rl_assign replaces an override (keeping what is left,
+-- at most the plan's capacity); rl_unoverride leaves an assignment alone,
+-- and rl_unassign an override
 SELECT rl_override('tb', 'k', 5);
 SELECT key, plan, rate, capacity FROM rl_overrides WHERE name = 'tb'
 ORDER BY key;
@@ -170,6 +173,139 @@ DELETE FROM rl_plans WHERE name = 'api' AND plan = 'free';
 SELECT rl_undefine('api_m');
 SELECT count(*) FROM rl_plans WHERE name = 'api_m';
 SELECT count(*) FROM rl_overrides WHERE name = 'api_m';
+
+-- a move never adds tokens: down then up in one window.  Pro with 9,950
+-- used (50 left) to free keeps 50, and back to pro still 50, not 9,900
+SET ratelimit.now_override = '2026-01-15 12:00:00+00';
+SELECT rl_define('du', 'fixed window', 100, '1 day', start => '2026-01-01');
+SELECT rl_plan('du', 'free', 100);
+SELECT rl_plan('du', 'pro', 10000);
+SELECT rl_define('du_m', 'fixed window', 100, '1 day', start => '2026-01-01',
+	storage => 'memory');
+SELECT rl_plan('du_m', 'free', 100);
+SELECT rl_plan('du_m', 'pro', 10000);
+-- a key not seen yet holds the definition's 100: moved to pro it keeps
+-- them, and the application gives pro's at once with rl_refund
+SELECT rl_assign('du', 'k', 'pro');
+SELECT rl_assign('du_m', 'k', 'pro');
+SELECT value FROM rl_value('du', 'k');
+SELECT value FROM rl_value('du_m', 'k');
+SELECT value FROM rl_refund('du', 'k', 9900);
+SELECT value FROM rl_refund('du_m', 'k', 9900);
+SELECT ok FROM rl_limit('du', 'k', 9950);
+SELECT ok FROM rl_limit('du_m', 'k', 9950);
+SELECT rl_assign('du', 'k', 'free');
+SELECT rl_assign('du_m', 'k', 'free');
+SELECT remaining FROM rl_check('du', 'k');
+SELECT rl_assign('du', 'k', 'pro');
+SELECT rl_assign('du_m', 'k', 'pro');
+SELECT ok FROM rl_limit('du', 'k', 100);
+SELECT ok FROM rl_limit('du_m', 'k', 100);
+-- to the definition (100) and back; in one transaction to free and back
+SELECT rl_unassign('du', 'k');
+SELECT rl_assign('du', 'k', 'pro');
+BEGIN;
+SELECT rl_assign('du', 'k', 'free');
+SELECT rl_assign('du', 'k', 'pro');
+SELECT rl_assign('du_m', 'k', 'free');
+SELECT rl_assign('du_m', 'k', 'pro');
+COMMIT;
+SELECT ok FROM rl_limit('du', 'k', 100);
+SELECT ok FROM rl_limit('du_m', 'k', 100);
+SELECT value FROM rl_value('du', 'k');
+SELECT value FROM rl_value('du_m', 'k');
+-- pro from the next window on
+SET ratelimit.now_override = '2026-01-16 00:00:00+00';
+SELECT ok FROM rl_limit('du', 'k', 10000);
+SELECT ok FROM rl_limit('du_m', 'k', 10000);
+SELECT rl_undefine('du'), rl_undefine('du_m');
+
+-- plans that refill at different speeds: time on a plan refills at its
+-- own rate.  The day's 1000 used at 01:00, an hour on hourly (100 an
+-- hour), back to daily at 02:00: the hourly plan's 100, not a second 1000
+SET ratelimit.now_override = '2026-01-01 01:00:00+00';
+SELECT rl_define('hop', 'fixed window', 1000, '1 day', start => '2026-01-01');
+SELECT rl_plan('hop', 'daily', 1000);
+SELECT rl_plan('hop', 'hourly', 100, '1 hour');
+SELECT rl_define('hop_m', 'fixed window', 1000, '1 day', start => '2026-01-01',
+	storage => 'memory');
+SELECT rl_plan('hop_m', 'daily', 1000);
+SELECT rl_plan('hop_m', 'hourly', 100, '1 hour');
+SELECT rl_assign('hop', 'k', 'daily');
+SELECT rl_assign('hop_m', 'k', 'daily');
+SELECT ok FROM rl_limit('hop', 'k', 1000);
+SELECT ok FROM rl_limit('hop_m', 'k', 1000);
+-- hourly: 0 left now, though 01:00 starts an hourly window
+SELECT rl_assign('hop', 'k', 'hourly');
+SELECT rl_assign('hop_m', 'k', 'hourly');
+SELECT value FROM rl_value('hop', 'k');
+SELECT value FROM rl_value('hop_m', 'k');
+SET ratelimit.now_override = '2026-01-01 02:00:00+00';
+SELECT rl_assign('hop', 'k', 'daily');
+SELECT rl_assign('hop_m', 'k', 'daily');
+SELECT ok FROM rl_limit('hop', 'k', 1000);
+SELECT ok FROM rl_limit('hop_m', 'k', 1000);
+SELECT ok, remaining FROM rl_limit('hop', 'k', 100);
+SELECT ok, remaining FROM rl_limit('hop_m', 'k', 100);
+SELECT rl_undefine('hop'), rl_undefine('hop_m');
+
+-- a token bucket whose plan has a burst: pro refills 100 a day into
+-- 10,000.  Emptied, a day on free (100 a day), back to pro: 100, not the
+-- burst again
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SELECT rl_define('burst', 'token bucket', 100, '1 day');
+SELECT rl_plan('burst', 'free', 100);
+SELECT rl_plan('burst', 'pro', 100, capacity => 10000);
+SELECT rl_define('burst_m', 'token bucket', 100, '1 day', storage => 'memory');
+SELECT rl_plan('burst_m', 'free', 100);
+SELECT rl_plan('burst_m', 'pro', 100, capacity => 10000);
+SELECT rl_assign('burst', 'k', 'pro');
+SELECT rl_assign('burst_m', 'k', 'pro');
+SELECT value FROM rl_refund('burst', 'k', 9900);
+SELECT value FROM rl_refund('burst_m', 'k', 9900);
+SELECT ok FROM rl_limit('burst', 'k', 10000);
+SELECT ok FROM rl_limit('burst_m', 'k', 10000);
+SELECT rl_assign('burst', 'k', 'free');
+SELECT rl_assign('burst_m', 'k', 'free');
+SET ratelimit.now_override = '2026-01-02 00:00:00+00';
+SELECT rl_assign('burst', 'k', 'pro');
+SELECT rl_assign('burst_m', 'k', 'pro');
+SELECT ok FROM rl_limit('burst', 'k', 9000);
+SELECT ok FROM rl_limit('burst_m', 'k', 9000);
+SELECT value FROM rl_value('burst', 'k');
+SELECT value FROM rl_value('burst_m', 'k');
+SELECT rl_undefine('burst'), rl_undefine('burst_m');
+
+-- a sharded key (table store only): each shard keeps what it holds, at
+-- most its share of the new capacity.  90 of 100 used drains the shards
+-- one by one; to small (40, 10 a shard) the key holds what the shards
+-- hold, capped at 10 each, and no call takes more
+SET ratelimit.now_override = '2026-01-01 12:00:00+00';
+SELECT rl_define('sh', 'token bucket', 100, '1 day', shards => 4);
+SELECT rl_plan('sh', 'small', 40);
+SELECT rl_plan('sh', 'big', 10000);
+SELECT count(*) FILTER (WHERE (rl_limit('sh', 'k', 1 + 0 * g)).ok)
+FROM generate_series(1, 90) g;
+SELECT shard, value FROM rl_status WHERE name = 'sh' AND key = 'k'
+ORDER BY shard;
+SELECT rl_assign('sh', 'k', 'small');
+SELECT shard, value FROM rl_status WHERE name = 'sh' AND key = 'k'
+ORDER BY shard;
+SELECT count(*) FILTER (WHERE (rl_limit('sh', 'k', 1 + 0 * g)).ok) AS granted
+FROM generate_series(1, 50) g;
+-- to big: nothing more now
+SELECT rl_assign('sh', 'k', 'big');
+SELECT count(*) FILTER (WHERE (rl_limit('sh', 'k', 1 + 0 * g)).ok) AS granted
+FROM generate_series(1, 50) g;
+-- a blocked sharded key stays blocked when moved up
+SELECT rl_assign('sh', 'b', 'small');
+SELECT rl_block('sh', 'b', '1 hour');
+SELECT ok FROM rl_limit('sh', 'b', 1);
+SELECT rl_assign('sh', 'b', 'big');
+SELECT ok FROM rl_limit('sh', 'b', 1);
+SELECT shard, value FROM rl_status WHERE name = 'sh' AND key = 'b'
+ORDER BY shard;
+SELECT rl_undefine('sh');
 
 -- bad input gets an error and changes nothing
 SELECT rl_plan('nope', 'free', 1);

@@ -1385,6 +1385,29 @@ rl_penalize_state(const RlPolicy *policy, int64_t origin,
 }
 
 /*
+ * A row moved to another policy (a key's plan changed), from its state
+ * brought forward to now under the old one, where it held held: it keeps
+ * what it held, at most the new capacity, and gains nothing for the time
+ * before now (brought forward under policy, then taken back to held, so
+ * a window that policy would start earlier gives nothing).  A negative
+ * value (a debt, a reservation) stays; a blocked row is not touched.
+ */
+RlStatus
+rl_move_state(const RlPolicy *policy, int64_t origin, const RlState *state,
+			  int64_t now, double held, RlState *out)
+{
+	RlStatus	status = current_state(policy, origin, state, now, out);
+
+	if (status != RL_DECIDED)
+		return status;
+	if (state != NULL && rl_state_is_blocked(policy, origin, *state, now))
+		*out = *state;
+	else
+		out->value = fmin(out->value, held);
+	return RL_DECIDED;
+}
+
+/*
  * Block a key for duration (> 0) from now: every call is refused until
  * then, and the key refills from empty afterwards.
  *

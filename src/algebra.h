@@ -240,6 +240,9 @@ extern RlStatus rl_charge_state(const RlPolicy *policy, int64_t origin,
 extern RlStatus rl_penalize_state(const RlPolicy *policy, int64_t origin,
 								  const RlState *state, int64_t now,
 								  double count, RlState *out);
+extern RlStatus rl_move_state(const RlPolicy *policy, int64_t origin,
+							  const RlState *state, int64_t now, double held,
+							  RlState *out);
 extern double rl_offence_score(const RlPolicy *policy, RlState state,
 							   int64_t t);
 extern int64_t rl_escalated_block_for(const RlPolicy *policy,

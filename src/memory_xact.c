@@ -151,6 +151,15 @@ add_change(MemChangeKind kind, const RlMemoryKey *k, const RlPolicy *policy,
  * (the partition still held): seen by every session at once, final at
  * commit, returned by a rollback.  epoch: rl_memory_epoch before the
  * policy was read.
+ *
+ * A take of nothing still brings an entry's committed state to now under
+ * policy, when that is known to be in force, as a table limit's row is
+ * written by a penalty of 0: a plan move settles a key so under its old
+ * policy, which the new one must not then refill for the time before the
+ * move.  Under the same policy no reader sees a difference: each brings
+ * the state forward to its own time first, and a commit of a take that
+ * finds the state moved past its window takes it at commit, which never
+ * leaves more (rl_commit_take).
  */
 void
 rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
@@ -161,7 +170,16 @@ rl_memory_take(const RlMemoryKey *k, const RlPolicy *policy, int64 origin,
 
 	Assert(mem_holds(k->partition));
 	if (count <= 0)
+	{
+		e = mem_entry_find(s, k->id, k->bucket, NULL);
+		if (e != NULL && policy_in_force(s, e, epoch))
+		{
+			fold_owed(e, policy, origin);
+			if (e->committed.ts < now)
+				e->committed = rl_refill(policy, origin, e->committed, now);
+		}
 		return;
+	}
 	(void) mem_next_change();
 	e = mem_entry_pin(s, k, policy, origin, now, epoch);
 	if (policy_in_force(s, e, epoch))

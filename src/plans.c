@@ -15,14 +15,11 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
 #include "algebra.h"
-#include "clock.h"
 #include "definitions.h"
 #include "functions.h"
 #include "limit.h"
@@ -226,24 +223,22 @@ rl_unplan(PG_FUNCTION_ARGS)
 
 /*
  * Move a key to plan (NULL: off its plan, to the definition), keeping what
- * it consumed: false, nothing changed, when it had no plan to leave.
+ * it has left, at most the new capacity: false, nothing changed, when it
+ * had no plan to leave.
  *
  * The key's state is first brought to now under the policy it had (a
  * table limit's row is held until the transaction ends): the time since
- * its last call refills at the old rate.  v is then its value; under the
- * new capacity it holds v plus the difference of the capacities, so an
- * upgrade keeps what was taken and a reservation's debt is never forgiven.
- * A downgrade takes it no lower than 0, or than a debt it already had: it
- * is refused until it refills, not for longer.  What the key holds under
- * the new policy (w) is set to that by a refund or a penalty.  w is read
- * before v: a memory limit's key, which is not held, may be taken from in
- * between, and that then only lowers v, and so what the key is given.  A
- * memory limit gives tokens at commit (rl_refund, a move up): after such a
- * refund in this transaction a move down is refused, since the refund
- * would land after the move's take, capped only by the new capacity.  (The
- * check reads the key twice, so a take between the reads may refuse a
- * move that had no refund: never the other way round.)  A blocked key
- * stays blocked, and refills under the new policy once the block is over.
+ * its last call refills at the old rate.  Then each row (each shard) keeps
+ * what it holds, at most its share of the new capacity, and gains nothing
+ * for the time before the move (rl_move_state): the key refills at the new
+ * rate from now on.  So a move never gives tokens, however often a key
+ * hops between plans that refill at different speeds, and rests on the
+ * same ground as an override change (state kept, read under the policy in
+ * force).  A debt stays, and a blocked key stays blocked.  A memory key,
+ * which is not held, is read under the old policy here, with the refunds
+ * this transaction gives it at commit (capped at the old capacity, as if
+ * they came first), and capped under its partition later: a take in
+ * between only lowers what it keeps.
  */
 static bool
 change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
@@ -252,12 +247,7 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 	text	   *name = name_arg(fcinfo);
 	RlTarget	target;
 	RlTarget	before;
-	RlState		state;
-	double		v;
-	double		w;
-	double		delta;
-	double		wanted;
-	RlPolicy	row_policy;
+	double		held;
 
 	rl_require_arg(fcinfo, 1, "key");
 	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
@@ -271,8 +261,10 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 	}
 
 	rl_target_resolve(&target, NULL);
-	state = rl_adjust(&target, RL_ADJUST_PENALIZE, 0, 0);
+	(void) rl_adjust(&target, RL_ADJUST_PENALIZE, 0, 0);
 	before = target;
+	/* a memory limit's refunds in this transaction counted, capped */
+	held = rl_adjust(&before, RL_ADJUST_REFUND, 0, 0).value;
 	if (!rl_storage_assign(name, target.key, plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -281,38 +273,15 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 				 errhint("Create it with rl_plan() first.")));
 
 	rl_target_resolve(&target, NULL);
-	row_policy = rl_target_row_policy(&target);
-	if (target.policy.shards == 1 &&
-		rl_state_is_blocked(&row_policy, target.origin, state,
-							rl_clock_now()))
-	{
-		rl_storage_end();
-		return true;
-	}
-	delta = target.policy.capacity - before.policy.capacity;
-	if (delta < 0 && !before.store->writes_table &&
-		rl_adjust(&before, RL_ADJUST_REFUND, 0, 0).value >
-		rl_current(&before).value)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot move key \"%s\" of rate limit \"%s\" to a smaller plan after giving it tokens in the same transaction",
-						text_to_cstring(target.key), text_to_cstring(name)),
-				 errdetail("A memory limit gives tokens at commit, after the move, and they would undo what it takes."),
-				 errhint("Commit first, then move the key.")));
-	w = rl_current(&target).value;
-	v = rl_current(&before).value;
-	wanted = delta > 0 ? v + delta : fmax(v + delta, fmin(v, 0));
-	if (wanted > w)
-		(void) rl_adjust(&target, RL_ADJUST_REFUND, wanted - w, 0);
-	else if (wanted < w)
-		(void) rl_adjust(&target, RL_ADJUST_PENALIZE, w - wanted, 0);
+	(void) rl_adjust(&target, RL_ADJUST_MOVE, held, 0);
 	rl_storage_end();
 	return true;
 }
 
 /*
  * rl_assign(name, key, plan): assign one key of a defined rate limit to a
- * plan, replacing its plan or its override; it keeps what it consumed.
+ * plan, replacing its plan or its override; it keeps what it has left, at
+ * most the plan's capacity.
  */
 Datum
 rl_assign(PG_FUNCTION_ARGS)
@@ -323,7 +292,7 @@ rl_assign(PG_FUNCTION_ARGS)
 
 /*
  * rl_unassign(name, key): take a key off its plan; it follows the
- * definition again, keeping what it consumed.  False when it had no plan
+ * definition again, keeping what it has left, at most its capacity.  False when it had no plan
  * (an override of its own stays).
  */
 Datum

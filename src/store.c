@@ -129,8 +129,8 @@ rl_decide_held(const RlTarget *target, const RlHeld *held, double count,
 }
 
 /*
- * One row's new state under a refund, penalty, block, charge or return;
- * *charged receives what a charge took (amount for the other kinds).
+ * One row's new state under a refund, penalty, block, charge, return or
+ * move; *charged receives what a charge took (amount for the other kinds).
  */
 void
 rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
@@ -166,6 +166,9 @@ rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
 			if (status == RL_DECIDED && state != NULL &&
 				rl_state_is_blocked(policy, origin, *state, now))
 				status = rl_refund_state(policy, origin, state, now, 0, out);
+			break;
+		case RL_ADJUST_MOVE:
+			status = rl_move_state(policy, origin, state, now, amount, out);
 			break;
 	}
 	rl_check_status(status, now);

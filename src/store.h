@@ -49,7 +49,9 @@ typedef enum RlAdjustment
 	RL_ADJUST_PENALIZE,
 	RL_ADJUST_BLOCK,
 	RL_ADJUST_CHARGE,			/* rl_settle's: a penalty max_debt bounds */
-	RL_ADJUST_RETURN			/* rl_settle's: a refund a block keeps out */
+	RL_ADJUST_RETURN,			/* rl_settle's: a refund a block keeps out */
+	RL_ADJUST_MOVE				/* a plan change: keep what the key held
+								 * (amount), at most the new capacity */
 } RlAdjustment;
 
 /*

@@ -210,10 +210,14 @@ memory_unlock(void)
 }
 
 /*
- * rl_adjust on a memory limit (rl_adjust_key).  A penalty or a charge is a
- * take (at once, returned by a rollback) of what it decided under the
- * key's partition, a charge counting this transaction's queued returns as
- * the table store's row holds them; a refund, a return and a block change
+ * rl_adjust on a memory limit (rl_adjust_key).  A penalty, a charge or a
+ * move is a take (at once, returned by a rollback) of what it decided under
+ * the key's partition, a charge counting this transaction's queued returns
+ * as the table store's row holds them.  A move's amount is what the key
+ * held under its old policy, this transaction's refunds counted, read by
+ * the caller (the entry is read under the policy in force); those refunds
+ * land after the move, so it keeps that less them, and a take since the
+ * read only lowers what it keeps.  A refund, a return and a block change
  * the key when the transaction commits (memory.c), and the state returned
  * is what they would leave if nothing else happened first.
  */
@@ -228,7 +232,8 @@ memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
 	double		took;
 
 	memory_key(target, &k);
-	if (kind == RL_ADJUST_PENALIZE || kind == RL_ADJUST_CHARGE)
+	if (kind == RL_ADJUST_PENALIZE || kind == RL_ADJUST_CHARGE ||
+		kind == RL_ADJUST_MOVE)
 	{
 		rl_memory_lock(&k, 1);
 		now = rl_clock_now();
@@ -237,8 +242,15 @@ memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		if (kind == RL_ADJUST_CHARGE)
 			state.value = fmin(state.value + rl_memory_own_refunds(&k),
 							   target->policy.capacity);
+		/* ... and a move leaves room for them */
+		if (kind == RL_ADJUST_MOVE)
+			amount -= rl_memory_own_refunds(&k);
 		rl_adjust_state(&target->policy, target->origin, kind, &state, now, amount,
 				   0, &next, &took);
+		/* the entry is read as stored: what the move takes is from now's */
+		if (kind == RL_ADJUST_MOVE)
+			took = rl_refill(&target->policy, target->origin, state,
+							 now).value - next.value;
 		rl_memory_take(&k, &target->policy, target->origin, now, took,
 					   target->epoch);
 		rl_memory_unlock();

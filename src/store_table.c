@@ -995,7 +995,10 @@ hold_every_shard(const RlTarget *target, RlState *states, ItemPointerData *tids)
  * after the locks and write them all, only once every one is known to be
  * valid.  A sharded refund or return is spread over the shards in equal
  * parts, none above its own capacity; a penalty or charge takes count / N
- * from each shard (*charged: the sum taken), and a block blocks each.
+ * from each shard (*charged: the sum taken), and a block blocks each.  A
+ * move caps each shard at what it holds (brought forward to now under the
+ * old policy by the caller), amount unused: the shards need not hold the
+ * same.
  * blocked: an automatic block (rl_adjust_key): a key that is blocked once
  * its row is held is left as it is (*blocked then receives false, and true
  * when the block was written), and the block lasts block_for escalated by
@@ -1075,6 +1078,7 @@ table_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		for (int s = 0; s < nshards; s++)
 		{
 			rl_adjust_state(&policy, target->origin, kind, &states[s], now,
+					   kind == RL_ADJUST_MOVE ? states[s].value :
 					   amount / nshards, duration, &next[s], &took);
 			taken += took;
 		}

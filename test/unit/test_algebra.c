@@ -705,6 +705,22 @@ run_adjust(void)
 	rl_refund_state(&fw, 0, &(RlState) {1, 0}, 30 * MIN, 3, &out);
 	expect(near(out.value, 4) && out.ts == 0, "refund: fixed window");
 
+	/*
+	 * A move keeps what the row held, at most the new capacity, and gains
+	 * nothing for the time before it: 0 left in a day's window at 01:30,
+	 * moved to hourly windows, is 0 (not the window at 01:00's 5), counted
+	 * from 01:00
+	 */
+	status = rl_move_state(&fw, 0, &(RlState) {0, 0}, 90 * MIN, 0, &out);
+	expect(status == RL_DECIDED && near(out.value, 0) && out.ts == HOUR,
+		   "move: no refill for the time before it");
+	rl_move_state(&tb, 0, &(RlState) {20, 6 * SEC}, 6 * SEC, 20, &out);
+	expect(near(out.value, 10), "move: capped at the new capacity");
+	rl_move_state(&tb, 0, &(RlState) {-3, 0}, 6 * SEC, -3, &out);
+	expect(near(out.value, -3) && out.ts == 6 * SEC, "move: a debt stays");
+	rl_move_state(&tb, 0, &(RlState) {0, MIN}, 0, 0, &out);
+	expect(near(out.value, 0) && out.ts == MIN, "move: a block stays");
+
 	/* 2 - 5 = -3 at 0; a call of 1 needs 4 tokens = 24 s, exactly */
 	status = rl_penalize_state(&tb, 0, &(RlState) {2, 0}, 0, 5, &out);
 	expect(status == RL_DECIDED && near(out.value, -3) && out.ts == 0,
