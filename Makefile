@@ -35,7 +35,7 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/access.o src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
+OBJS = src/access.o src/adjust.o src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
 	src/definitions.o src/direct.o src/errors.o src/fields.o src/functions.o src/gc.o \
 	src/held.o src/http.o src/kinds.o src/limit.o src/memory.o src/memory_file.o src/memory_gc.o \
 	src/memory_names.o src/memory_table.o src/memory_xact.o src/names.o src/plans.o src/policy.o src/refused.o \
@@ -169,17 +169,17 @@ unit: test/unit/test_algebra test/unit/random_depth test/unit/test_sha256 test/u
 	test/unit/random_depth 20000 1
 	test/unit/sliding_trace 100000 1
 
-test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/kinds.c src/algebra.h src/fields.c src/fields.h
-	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c src/kinds.c src/fields.c -lm
+test/unit/test_algebra: test/unit/test_algebra.c src/algebra.c src/adjust.c src/kinds.c src/algebra.h src/algebra_internal.h src/fields.c src/fields.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_algebra.c src/algebra.c src/adjust.c src/kinds.c src/fields.c -lm
 
 test/unit/test_sha256: test/unit/test_sha256.c src/sha256.c src/sha256.h
 	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/test_sha256.c src/sha256.c
 
-test/unit/sliding_trace: test/unit/sliding_trace.c src/algebra.c src/kinds.c src/algebra.h
-	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/sliding_trace.c src/algebra.c src/kinds.c -lm
+test/unit/sliding_trace: test/unit/sliding_trace.c src/algebra.c src/adjust.c src/kinds.c src/algebra.h src/algebra_internal.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/sliding_trace.c src/algebra.c src/adjust.c src/kinds.c -lm
 
-test/unit/random_depth: test/unit/random_depth.c src/algebra.c src/kinds.c src/algebra.h
-	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/random_depth.c src/algebra.c src/kinds.c -lm
+test/unit/random_depth: test/unit/random_depth.c src/algebra.c src/adjust.c src/kinds.c src/algebra.h src/algebra_internal.h
+	$(CC) -std=c99 -O1 $(STRICT_CFLAGS) -Isrc -o $@ test/unit/random_depth.c src/algebra.c src/adjust.c src/kinds.c -lm
 
 EXTRA_CLEAN = test/unit/test_algebra test/unit/random_depth test/unit/sliding_trace test/unit/test_sha256 results regression.diffs regression.out output_iso
 

@@ -34,6 +34,7 @@
  *-------------------------------------------------------------------------
  */
 #include "algebra.h"
+#include "algebra_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -230,8 +231,8 @@ rl_policy_shard(const RlPolicy *policy)
 }
 
 /* True when t is a time a timestamptz can hold. */
-static bool
-valid_time(int64_t t)
+bool
+rl_valid_time(int64_t t)
 {
 	return t >= RL_MIN_TIME && t < RL_END_TIME;
 }
@@ -240,8 +241,8 @@ valid_time(int64_t t)
  * A later time, t + d (d >= 0), into *sum; false when it would be at or
  * past RL_END_TIME, overflow included.
  */
-static bool
-add_before_end(int64_t t, int64_t d, int64_t *sum)
+bool
+rl_add_before_end(int64_t t, int64_t d, int64_t *sum)
 {
 	return !__builtin_add_overflow(t, d, sum) && *sum < RL_END_TIME;
 }
@@ -271,13 +272,6 @@ floor_mod(int64_t a, int64_t m)
 	return r < 0 ? r + m : r;
 }
 
-/* True for a fixed window of calendar windows. */
-static inline bool
-is_calendar(const RlPolicy *policy)
-{
-	return policy->calendar.unit != RL_CALENDAR_NONE;
-}
-
 /* The number of a calendar limit's window that holds t. */
 static inline int64_t
 calendar_index(const RlPolicy *policy, int64_t t)
@@ -296,10 +290,10 @@ calendar_start(const RlPolicy *policy, int64_t index)
  * The start of a fixed window's window that holds t, whichever kind of
  * windows it has (rl_window_start for windows of a period).
  */
-static int64_t
-window_of(const RlPolicy *policy, int64_t origin, int64_t t)
+int64_t
+rl_window_of(const RlPolicy *policy, int64_t origin, int64_t t)
 {
-	if (is_calendar(policy))
+	if (rl_is_calendar(policy))
 		return calendar_start(policy, calendar_index(policy, t));
 	return rl_window_start(t, origin, policy->period);
 }
@@ -332,7 +326,7 @@ rl_window_origin(const RlPolicy *policy, const char *name, size_t name_len,
 	if (policy->has_start)
 		return floor_mod(policy->start, policy->period);
 	/* calendar windows start at local midnight, for every key */
-	if (is_calendar(policy))
+	if (rl_is_calendar(policy))
 		return 0;
 	h = fnv1a(h, name, name_len);
 	h = fnv1a(h, "\0", 1);
@@ -374,12 +368,12 @@ rl_window_length(const RlPolicy *policy, int64_t origin, int64_t t)
 	int64_t		start;
 	int64_t		end;
 
-	if (!is_calendar(policy))
+	if (!rl_is_calendar(policy))
 		return policy->period;
 	index = calendar_index(policy, t);
 	start = calendar_start(policy, index);
 	end = calendar_start(policy, index + 1);
-	if (!valid_time(start) || !valid_time(end))
+	if (!rl_valid_time(start) || !rl_valid_time(end))
 		return 0;
 	return end - start;
 }
@@ -393,18 +387,18 @@ RlStatus
 rl_initial_state(const RlPolicy *policy, int64_t origin, int64_t now,
 				 RlState *state)
 {
-	if (!valid_time(now))
+	if (!rl_valid_time(now))
 		return RL_TIME_OUT_OF_RANGE;
 	state->value = policy->capacity;
 	state->ts = policy->kind == RL_TOKEN_BUCKET ? now :
-		window_of(policy, origin, now);
+		rl_window_of(policy, origin, now);
 	state->prev = RL_KIND_HAS_PREV(policy->kind) ? 0 : NAN;
-	return valid_time(state->ts) ? RL_DECIDED : RL_TIME_OUT_OF_RANGE;
+	return rl_valid_time(state->ts) ? RL_DECIDED : RL_TIME_OUT_OF_RANGE;
 }
 
 /* The prev that stores an offence score: -(1 + score), NaN for none. */
-static double
-score_prev(double score)
+double
+rl_score_prev(double score)
 {
 	return score > 0 ? -(1 + score) : NAN;
 }
@@ -516,7 +510,7 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 			out.ts = now;
 		}
 	}
-	else if (is_calendar(policy))
+	else if (rl_is_calendar(policy))
 	{
 		/* one rate per window started since ts's, whatever its length */
 		int64_t		from = calendar_index(policy, state.ts);
@@ -546,7 +540,7 @@ rl_refill(const RlPolicy *policy, int64_t origin, RlState state, int64_t now)
 	out.value = fmin(out.value, policy->capacity);
 	/* the offence score, forgotten up to the new ts */
 	if (RL_POLICY_ESCALATES(policy) && out.ts > state.ts)
-		out.prev = score_prev(rl_offence_score(policy, state, out.ts));
+		out.prev = rl_score_prev(rl_offence_score(policy, state, out.ts));
 	return out;
 }
 
@@ -632,11 +626,9 @@ rl_state_is_blocked(const RlPolicy *policy, int64_t origin, RlState state,
 		return state.ts > now;
 	/* a block ending within now's window is stored at its end (rl_block_state) */
 	return state.ts > now ||
-		window_of(policy, origin, state.ts) > window_of(policy, origin, now);
+		rl_window_of(policy, origin, state.ts) > rl_window_of(policy, origin, now);
 }
 
-static RlStatus wait_for(const RlPolicy *policy, int64_t origin, RlState state,
-						 double target, int64_t now, int64_t *wait);
 
 /*
  * When a stored state, left alone, becomes idle (rl_state_is_idle), at or
@@ -657,7 +649,7 @@ rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
 		 */
 		int64_t		ws = rl_window_start(state.ts, origin, policy->period);
 
-		if (!valid_time(now) || !valid_time(state.ts))
+		if (!rl_valid_time(now) || !rl_valid_time(state.ts))
 			return false;
 		if (rl_state_is_idle(policy, origin, state, now))
 		{
@@ -668,7 +660,7 @@ rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
 		{
 			int64_t		t;
 
-			if (!add_before_end(ws, k * policy->period, &t))
+			if (!rl_add_before_end(ws, k * policy->period, &t))
 				return false;
 			if (t > now && rl_state_is_idle(policy, origin, state, t))
 			{
@@ -678,10 +670,10 @@ rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
 		}
 		return false;
 	}
-	if (!valid_time(now) || !valid_time(state.ts) ||
-		wait_for(policy, origin, state, policy->capacity, now, &wait) !=
+	if (!rl_valid_time(now) || !rl_valid_time(state.ts) ||
+		rl_wait_for(policy, origin, state, policy->capacity, now, &wait) !=
 		RL_DECIDED ||
-		!add_before_end(now, wait, at))
+		!rl_add_before_end(now, wait, at))
 		return false;
 	if (RL_POLICY_ESCALATES(policy))
 	{
@@ -693,7 +685,7 @@ rl_idle_at(const RlPolicy *policy, int64_t origin, RlState state,
 		if (score > 0)
 		{
 			if (!(forgotten < (double) RL_MAX_WAIT) ||
-				!add_before_end(state.ts, (int64_t) forgotten, &until))
+				!rl_add_before_end(state.ts, (int64_t) forgotten, &until))
 				return false;
 			if (until > *at)
 				*at = until;
@@ -722,8 +714,8 @@ rl_commit_take(const RlPolicy *policy, int64_t origin, RlState state,
 
 	if ((policy->kind == RL_FIXED_WINDOW ||
 		 policy->kind == RL_SLIDING_WINDOW) &&
-		window_of(policy, origin, granted) >=
-		window_of(policy, origin, state.ts))
+		rl_window_of(policy, origin, granted) >=
+		rl_window_of(policy, origin, state.ts))
 	{
 		out = rl_refill(policy, origin, state, granted);
 		out.value -= count;
@@ -735,7 +727,7 @@ rl_commit_take(const RlPolicy *policy, int64_t origin, RlState state,
 }
 
 /*
- * wait_for for calendar windows: the same search, counted in windows
+ * rl_wait_for for calendar windows: the same search, counted in windows
  * rather than in microseconds, since windows differ in length.  From the
  * window after ts's (ts's holds less than target), the closed form's
  * window, then growing steps until the refill agrees, then a bisection
@@ -763,7 +755,7 @@ wait_for_calendar(const RlPolicy *policy, RlState state, double target,
 	for (;;)
 	{
 		t = calendar_start(policy, hi);
-		if (!valid_time(t))
+		if (!rl_valid_time(t))
 			return RL_TIME_OUT_OF_RANGE;
 		if (rl_refill(policy, 0, state, t).value >= target)
 			break;
@@ -790,7 +782,7 @@ wait_for_calendar(const RlPolicy *policy, RlState state, double target,
 }
 
 /*
- * wait_for for a sliding window: the amount available never decreases
+ * rl_wait_for for a sliding window: the amount available never decreases
  * while the key is left alone, and is capacity two windows after the
  * state's (capacity - prev once a window passes, then capacity), so a
  * bisection between now and then finds the first microsecond at which
@@ -808,7 +800,7 @@ sliding_wait(const RlPolicy *policy, int64_t origin, RlState state,
 		*wait = 0;
 		return RL_DECIDED;
 	}
-	if (!add_before_end(state.ts > now ? state.ts : now, 2 * policy->period,
+	if (!rl_add_before_end(state.ts > now ? state.ts : now, 2 * policy->period,
 						&hi))
 	{
 		hi = RL_END_TIME - 1;
@@ -837,8 +829,8 @@ sliding_wait(const RlPolicy *policy, int64_t origin, RlState state,
  * RL_TIME_OUT_OF_RANGE when it is at or past RL_END_TIME.  now and
  * state.ts must be valid times.
  */
-static RlStatus
-wait_for(const RlPolicy *policy, int64_t origin, RlState state,
+RlStatus
+rl_wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 		 double target, int64_t now, int64_t *wait)
 {
 	double		missing = target - state.value;
@@ -857,7 +849,7 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 		*wait = 0;
 		return RL_DECIDED;
 	}
-	if (is_calendar(policy))
+	if (rl_is_calendar(policy))
 		return wait_for_calendar(policy, state, target, now, wait);
 	if (policy->kind == RL_TOKEN_BUCKET)
 	{
@@ -880,7 +872,7 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 		ahead = (int64_t) windows * policy->period;
 	}
 	/* past the end, start from the last valid time: it may be enough */
-	if (!add_before_end(base, ahead, &t))
+	if (!rl_add_before_end(base, ahead, &t))
 		t = RL_END_TIME - 1;
 
 	/*
@@ -898,7 +890,7 @@ wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 	while (rl_refill(policy, origin, state, t).value < target)
 	{
 		before = t;
-		if (!add_before_end(t, step, &t))
+		if (!rl_add_before_end(t, step, &t))
 			return RL_TIME_OUT_OF_RANGE;
 		if (step < RL_MAX_WAIT)
 			step *= 2;
@@ -932,13 +924,13 @@ window_reset(const RlPolicy *policy, int64_t origin, int64_t now,
 {
 	int64_t		next;
 
-	if (is_calendar(policy))
+	if (rl_is_calendar(policy))
 	{
 		next = calendar_start(policy, calendar_index(policy, now) + 1);
-		if (!valid_time(next))
+		if (!rl_valid_time(next))
 			return RL_TIME_OUT_OF_RANGE;
 	}
-	else if (!add_before_end(rl_window_start(now, origin, policy->period),
+	else if (!rl_add_before_end(rl_window_start(now, origin, policy->period),
 							 policy->period, &next))
 		return RL_TIME_OUT_OF_RANGE;
 	*reset_after = next - now;
@@ -978,12 +970,12 @@ sliding_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	else
 	{
 		decision->remaining = available;
-		status = wait_for(policy, origin, state ? *state : current, count,
+		status = rl_wait_for(policy, origin, state ? *state : current, count,
 						  now, &decision->retry_after);
 		if (status != RL_DECIDED)
 			return status;
 	}
-	return wait_for(policy, origin, decision->ok ? after : current,
+	return rl_wait_for(policy, origin, decision->ok ? after : current,
 					policy->capacity, now, &decision->reset_after);
 }
 
@@ -1015,7 +1007,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 	RlStatus	status;
 	double		need;
 
-	if (!valid_time(now) || (state && !valid_time(state->ts)))
+	if (!rl_valid_time(now) || (state && !rl_valid_time(state->ts)))
 		return RL_TIME_OUT_OF_RANGE;
 	if (policy->kind == RL_SLIDING_WINDOW)
 		return sliding_decide(policy, origin, state, now, count, decision);
@@ -1030,7 +1022,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 
 	/*
 	 * Granted when the tokens now cover what the call needs: the very
-	 * comparison wait_for makes, so that a refusal's retry_after is the
+	 * comparison rl_wait_for makes, so that a refusal's retry_after is the
 	 * first time this decides yes, whatever rounds.
 	 */
 	need = admission_need(policy, count, reserve);
@@ -1049,7 +1041,7 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 		/* a reservation: run the work once the deficit is paid back */
 		if (decision->has_retry)
 		{
-			status = wait_for(policy, origin, after, 0, now,
+			status = rl_wait_for(policy, origin, after, 0, now,
 							  &decision->retry_after);
 			if (status != RL_DECIDED)
 				return status;
@@ -1062,14 +1054,14 @@ rl_decide(const RlPolicy *policy, int64_t origin, const RlState *state,
 		 * measure the wait from there, not from the rounded current value.
 		 */
 		decision->remaining = current.value;
-		status = wait_for(policy, origin, state ? *state : current,
+		status = rl_wait_for(policy, origin, state ? *state : current,
 						  need, now, &decision->retry_after);
 		if (status != RL_DECIDED)
 			return status;
 	}
 
 	if (policy->kind == RL_TOKEN_BUCKET)
-		return wait_for(policy, origin, decision->ok ? after : current,
+		return rl_wait_for(policy, origin, decision->ok ? after : current,
 						policy->capacity, now, &decision->reset_after);
 	return window_reset(policy, origin, now, &decision->reset_after);
 }
@@ -1098,7 +1090,7 @@ wait_for_sum(const RlPolicy *policy, int64_t origin, const RlState *states,
 {
 	int64_t		lo = now;
 	int64_t		hi;
-	bool		cut = !add_before_end(now, RL_MAX_WAIT, &hi);
+	bool		cut = !rl_add_before_end(now, RL_MAX_WAIT, &hi);
 
 	if (sum_at(policy, origin, states, n, lo) >= target)
 	{
@@ -1152,10 +1144,10 @@ rl_decide_shards(const RlPolicy *policy, int64_t origin, int nshards,
 	RlStatus	status;
 
 	memset(d, 0, sizeof(*d));
-	if (!valid_time(now))
+	if (!rl_valid_time(now))
 		return RL_TIME_OUT_OF_RANGE;
 	for (int i = 0; i < nshards; i++)
-		if (states[i] && !valid_time(states[i]->ts))
+		if (states[i] && !rl_valid_time(states[i]->ts))
 			return RL_TIME_OUT_OF_RANGE;
 	if (nshards == 1)
 	{
@@ -1267,13 +1259,13 @@ rl_partial_count(const RlPolicy *policy, int64_t origin, int nshards,
 	double		available = 0;
 	double		take;
 
-	if (!valid_time(now))
+	if (!rl_valid_time(now))
 		return count;			/* rl_decide says why */
 	for (int i = 0; i < nshards; i++)
 	{
 		if (states[i] == NULL)
 			available += policy->capacity;
-		else if (!valid_time(states[i]->ts))
+		else if (!rl_valid_time(states[i]->ts))
 			return count;
 		else
 			available += rl_available(policy, origin, *states[i], now);
@@ -1291,232 +1283,4 @@ rl_jitter(int64_t period, double unit_random)
 	int64_t		jitter = (int64_t) (unit_random * (double) period);
 
 	return jitter < period ? jitter : period - 1;
-}
-
-/*
- * The state a refund, penalty or block starts from: the stored one brought
- * forward to now, or a full bucket for a key with no state.
- */
-static RlStatus
-current_state(const RlPolicy *policy, int64_t origin, const RlState *state,
-			  int64_t now, RlState *current)
-{
-	if (!valid_time(now) || (state && !valid_time(state->ts)))
-		return RL_TIME_OUT_OF_RANGE;
-	if (state == NULL)
-		return rl_initial_state(policy, origin, now, current);
-	*current = rl_refill(policy, origin, *state, now);
-	return RL_DECIDED;
-}
-
-/*
- * A state a penalty or block may store: one that, left alone, is full
- * again within RL_MAX_WAIT of now (the bound every answer keeps), at a
- * time before RL_END_TIME.
- */
-static RlStatus
-check_refillable(const RlPolicy *policy, int64_t origin, RlState state,
-				 int64_t now)
-{
-	int64_t		wait;
-
-	if (!valid_time(state.ts))
-		return RL_TIME_OUT_OF_RANGE;
-	return wait_for(policy, origin, state, policy->capacity, now, &wait);
-}
-
-/*
- * Give count tokens back (count > 0): the state brought forward to now,
- * plus count, never above capacity.  ts is the one the refill left.
- */
-RlStatus
-rl_refund_state(const RlPolicy *policy, int64_t origin, const RlState *state,
-				int64_t now, double count, RlState *out)
-{
-	RlStatus	status = current_state(policy, origin, state, now, out);
-
-	if (status != RL_DECIDED)
-		return status;
-	out->value = fmin(out->value + count, policy->capacity);
-	return RL_DECIDED;
-}
-
-/*
- * Settle's charge of count tokens (count > 0), the part of a cost found
- * after the work: a penalty, but under max_debt one that goes no deeper
- * than -max_debt, taking what it can there (nothing from a key already as
- * deep, which it never lifts).  *charged receives what it took.
- */
-RlStatus
-rl_charge_state(const RlPolicy *policy, int64_t origin, const RlState *state,
-				int64_t now, double count, RlState *out, double *charged)
-{
-	RlStatus	status = current_state(policy, origin, state, now, out);
-
-	if (status != RL_DECIDED)
-		return status;
-	*charged = count;
-	if (policy->has_max_debt && out->value - count < -policy->max_debt)
-	{
-		*charged = fmax(out->value + policy->max_debt, 0);
-		out->value = fmin(out->value, -policy->max_debt);
-	}
-	else
-		out->value -= count;
-	return check_refillable(policy, origin, *out, now);
-}
-
-/*
- * Take count tokens (count > 0) without a check: the value may go below
- * zero, and below -max_reserved, as long as the key is full again within
- * RL_MAX_WAIT (RL_WAIT_TOO_LONG otherwise).
- */
-RlStatus
-rl_penalize_state(const RlPolicy *policy, int64_t origin,
-				  const RlState *state, int64_t now, double count,
-				  RlState *out)
-{
-	RlStatus	status = current_state(policy, origin, state, now, out);
-
-	if (status != RL_DECIDED)
-		return status;
-	out->value -= count;
-	return check_refillable(policy, origin, *out, now);
-}
-
-/*
- * A row moved to another policy (a key's plan changed), from its state
- * brought forward to now under the old one, where it held held: it keeps
- * what it held, at most the new capacity, and gains nothing for the time
- * before now (brought forward under policy, then taken back to held, so
- * a window that policy would start earlier gives nothing).  A negative
- * value (a debt, a reservation) stays; a blocked row is not touched.
- */
-RlStatus
-rl_move_state(const RlPolicy *policy, int64_t origin, const RlState *state,
-			  int64_t now, double held, RlState *out)
-{
-	RlStatus	status = current_state(policy, origin, state, now, out);
-
-	if (status != RL_DECIDED)
-		return status;
-	if (state != NULL && rl_state_is_blocked(policy, origin, *state, now))
-		*out = *state;
-	else
-		out->value = fmin(out->value, held);
-	return RL_DECIDED;
-}
-
-/*
- * Block a key for duration (> 0) from now: every call is refused until
- * then, and the key refills from empty afterwards.
- *
- * Token bucket: the key holds nothing at until = now + duration, counted
- * at until, so a call of count tokens is refused until until + count *
- * period / rate.  Fixed window: the key holds nothing in the window that
- * ends at the first window start at or after until, so calls are refused
- * until that start.  Either way the state is stored with ts at that time
- * (or window), later than now, and the refill adds nothing before it.
- *
- * A deficit the key would still owe then (reservations outstanding) is
- * kept: a block never forgives a debt.  A block that already lasts longer
- * is kept as it is: ts never moves backwards.
- *
- * With escalation (block_factor), every block, rl_block's too, adds one
- * to the key's offence score as it stood at now.
- */
-RlStatus
-rl_block_state(const RlPolicy *policy, int64_t origin, const RlState *state,
-			   int64_t now, int64_t duration, RlState *out)
-{
-	RlState		current;
-	int64_t		until;
-	int64_t		ts;
-	RlStatus	status;
-	double		score;
-
-	status = current_state(policy, origin, state, now, &current);
-	if (status != RL_DECIDED)
-		return status;
-	score = rl_offence_score(policy, current, now);
-	if (duration <= 0 || !add_before_end(now, duration, &until))
-		return RL_TIME_OUT_OF_RANGE;
-	if (policy->kind == RL_TOKEN_BUCKET)
-		ts = until;
-	else if (is_calendar(policy))
-	{
-		/* the window before the first start at or after until */
-		ts = window_of(policy, origin, until - 1);
-		if (!valid_time(ts))
-			return RL_TIME_OUT_OF_RANGE;
-	}
-	else
-	{
-		int64_t		start = rl_window_start(until, origin, policy->period);
-
-		/* the window before the first start at or after until */
-		ts = start == until ? until - policy->period : start;
-	}
-	if (policy->kind == RL_TOKEN_BUCKET)
-	{
-		if (current.ts >= ts)
-			*out = current;
-		else
-			*out = rl_refill(policy, origin, current, ts);
-	}
-	else if (current.ts >= until - 1)
-		*out = current;			/* a block that lasts longer */
-	else
-	{
-		/*
-		 * A window's block is stored at its last microsecond, in the window
-		 * it empties: refilled as from that window's start (the same
-		 * window), but a time after now until the block is over, so that
-		 * rl_state_is_blocked sees a block that ends within the current
-		 * window too, and an offence score is forgotten only from its end.
-		 */
-		*out = rl_refill(policy, origin, current, ts);
-		out->ts = until - 1;
-	}
-	out->value = fmin(out->value, 0);
-	/* one offence more, forgotten only from the block's end on */
-	if (RL_POLICY_ESCALATES(policy))
-		out->prev = score_prev(score + 1);
-	return check_refillable(policy, origin, *out, now);
-}
-
-/*
- * Spread a refund of count tokens over n shards holding values[], each at
- * most capacity: in equal parts, a shard that fills up passing the rest
- * on to the others.  values[] is raised in place; returns how much was
- * given (less than count only when every shard is full).
- */
-double
-rl_refund_spread(double capacity, int n, double *values, double count)
-{
-	double		left = count;
-
-	for (int round = 0; round < n && left > 0; round++)
-	{
-		int			open = 0;
-		double		share;
-
-		for (int i = 0; i < n; i++)
-			if (values[i] < capacity)
-				open++;
-		if (open == 0)
-			break;
-		share = left / open;
-		for (int i = 0; i < n; i++)
-		{
-			double		give;
-
-			if (values[i] >= capacity)
-				continue;
-			give = fmin(share, capacity - values[i]);
-			values[i] = fmin(values[i] + give, capacity);
-			left -= give;
-		}
-	}
-	return count - fmax(left, 0);
 }
