@@ -134,9 +134,11 @@ BEGIN
 	IF p.start IS NOT NULL THEN
 		RETURN _rl_floor_mod(p.start, p.period);
 	END IF;
-	bytes := pg_catalog.convert_to(name, enc) || '\x00'::bytea
-		|| CASE WHEN key IS NULL THEN '\x4e'::bytea
-			ELSE '\x4b'::bytea || pg_catalog.convert_to(key, enc) END;
+	-- decode, not a '\x00' literal: a body compiles under the caller's
+	-- standard_conforming_strings
+	bytes := pg_catalog.convert_to(name, enc) || pg_catalog.decode('00', 'hex')
+		|| CASE WHEN key IS NULL THEN pg_catalog.decode('4e', 'hex')
+			ELSE pg_catalog.decode('4b', 'hex') || pg_catalog.convert_to(key, enc) END;
 	FOR i IN 0 .. pg_catalog.length(bytes) - 1 LOOP
 		lo := lo # pg_catalog.get_byte(bytes, i);
 		t := lo * 435;

@@ -48,8 +48,9 @@ BEGIN
 END
 $$;
 
--- rl_inet_key: an inet key as the text of its host address; an inet with
--- a netmask is refused.
+-- rl_inet_key: an inet key as the text of its host address, an
+-- IPv4-mapped IPv6 address (::ffff:0:0/96) as its IPv4 address, as
+-- src/access.c keys it; an inet with a netmask is refused.
 CREATE FUNCTION _rl_inet_key(key inet)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT
@@ -60,6 +61,10 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			DETAIL = pg_catalog.format('The key has a netmask of %s bits.', pg_catalog.masklen(key)),
 			HINT = 'Pass the caller''s address; define the limit with ipv4_prefix or ipv6_prefix to count its network as one key.';
+	END IF;
+	IF key OPERATOR(pg_catalog.<<) '::ffff:0:0/96'::inet THEN
+		RETURN pg_catalog.host('0.0.0.0'::inet OPERATOR(pg_catalog.+)
+			(key OPERATOR(pg_catalog.-) '::ffff:0.0.0.0'::inet));
 	END IF;
 	RETURN pg_catalog.host(key);
 END

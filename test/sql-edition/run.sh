@@ -121,6 +121,42 @@ HINT:  Reset ratelimit.now_override."
 [ "$out" = "$want" ] || fail "privileges: got
 $out"
 
+# Keys and session settings the C edition does not see: an IPv4-mapped
+# IPv6 address is its IPv4 address (src/access.c), and a window's origin
+# is the same under standard_conforming_strings = off (each psql is a new
+# session, so the PL/pgSQL bodies compile under that setting).
+rl_log "inet keys as the C edition keys them; standard_conforming_strings = off"
+out=$(plain_psql -U rl_caller -d sqled -At 2>&1 <<'SQL'
+SET search_path = limits;
+SELECT ok FROM rl_limit('mapped', '10.0.0.1'::inet, config => rl_token_bucket(1, '1 hour'));
+SELECT ok FROM rl_limit('mapped', '::ffff:10.0.0.1'::inet, config => rl_token_bucket(1, '1 hour'));
+SELECT ok FROM rl_limit('mapped', '::FFFF:0A00:0001/128'::inet, config => rl_token_bucket(1, '1 hour'));
+SELECT ok FROM rl_limit('mapped', '::10.0.0.1'::inet, config => rl_token_bucket(1, '1 hour'));
+\set ON_ERROR_STOP 0
+\set SHOW_CONTEXT never
+SELECT ok FROM rl_limit('mapped', '::ffff:10.0.0.0/120'::inet, config => rl_token_bucket(1, '1 hour'));
+SQL
+)
+want="t
+f
+f
+t
+ERROR:  an inet rate limit key must be a host address
+DETAIL:  The key has a netmask of 120 bits.
+HINT:  Pass the caller's address; define the limit with ipv4_prefix or ipv6_prefix to count its network as one key."
+[ "$out" = "$want" ] || fail "IPv4-mapped inet keys: got
+$out"
+scs_calls="SET search_path = limits;
+SET ratelimit.now_override = '2026-01-01 00:00:00.5+00';
+SELECT ok, remaining, reset_after_ms FROM rl_check('scs', 'k', config => rl_fixed_window(3, '1 hour'));
+SELECT ok, remaining, reset_after_ms FROM rl_check('scs', NULL, config => rl_sliding_window(3, '7 seconds'));"
+on=$(echo "$scs_calls" | plain_psql -U rl_app -d sqled -At 2>&1) || :
+off=$( (echo "SET standard_conforming_strings = off;" && echo "$scs_calls") | plain_psql -U rl_app -d sqled -At 2>&1) || :
+[ "$on" = "$off" ] || fail "standard_conforming_strings = off: got
+$off
+where on gives
+$on"
+
 # 3. Isolation specs, as a superuser (some set deadlock_timeout); the
 # calls run as the role that installed the edition, which owns them.
 # (not the specs of the C edition's definition cache, cache_reset and
