@@ -17,6 +17,18 @@ BEGIN
 			USING ERRCODE = 'invalid_schema_name',
 			HINT = 'Set search_path to the schema first.';
 	END IF;
+	-- A role with CREATE on the schema could plant an operator or function
+	-- that the edition's SECURITY DEFINER functions would run as the owner
+	-- wherever a call needs an implicit cast: an exact match there beats
+	-- pg_catalog's.  So every operator and internal call in the bodies
+	-- has operands of the exact types it resolves to (cast where not;
+	-- test/sql-edition/plant.sql checks), and PUBLIC must not have CREATE.
+	IF pg_catalog.has_schema_privilege('public', pg_catalog.current_schema(), 'CREATE') THEN
+		RAISE EXCEPTION 'schema "%" allows CREATE to PUBLIC', pg_catalog.current_schema()
+			USING ERRCODE = 'insufficient_privilege',
+			DETAIL = 'Any role could create objects there that the edition''s functions would run with its owner''s rights.',
+			HINT = 'Revoke CREATE on the schema from PUBLIC, or install into a schema of its own.';
+	END IF;
 	PERFORM pg_catalog.set_config('search_path',
 		pg_catalog.quote_ident(pg_catalog.current_schema()) OPERATOR(pg_catalog.||) ', pg_temp',
 		false);

@@ -7,7 +7,7 @@
 CREATE FUNCTION _rl_us(t timestamptz)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$SELECT (extract(epoch FROM t) * 1000000 - 946684800000000)::bigint$$;
+AS $$SELECT (extract(epoch FROM t) * 1000000::numeric - 946684800000000::numeric)::bigint$$;
 
 -- Microseconds as a timestamptz: hours and the rest, each exact in the
 -- double an interval is multiplied in.
@@ -15,22 +15,22 @@ CREATE FUNCTION _rl_ts(us bigint)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$SELECT '2000-01-01 00:00:00+00'::timestamptz
-	+ '1 hour'::interval * (us / 3600000000)
-	+ '1 microsecond'::interval * (us % 3600000000)$$;
+	+ '1 hour'::interval * (us / 3600000000)::float8
+	+ '1 microsecond'::interval * (us % 3600000000)::float8$$;
 
 -- A duration in microseconds as an interval of hours, minutes, seconds.
 CREATE FUNCTION _rl_interval(us bigint)
 RETURNS interval
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$SELECT '1 hour'::interval * (us / 3600000000)
-	+ '1 microsecond'::interval * (us % 3600000000)$$;
+AS $$SELECT '1 hour'::interval * (us / 3600000000)::float8
+	+ '1 microsecond'::interval * (us % 3600000000)::float8$$;
 
 -- An interval's length in microseconds, as extract(epoch from ...) counts
 -- it (years of 365.25 days, months of 30), as a double.
 CREATE FUNCTION _rl_interval_usecs(span interval)
 RETURNS float8
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$SELECT (extract(epoch FROM span) * 1000000)::float8$$;
+AS $$SELECT (extract(epoch FROM span) * 1000000::numeric)::float8$$;
 
 -- The time decisions are made at, for the edition's own functions, which
 -- run as the role that owns it.  A pinned clock is honoured for the roles

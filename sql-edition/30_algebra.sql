@@ -134,16 +134,18 @@ BEGIN
 	IF p.start IS NOT NULL THEN
 		RETURN _rl_floor_mod(p.start, p.period);
 	END IF;
-	bytes := pg_catalog.convert_to(name, enc) || '\x00'::bytea
-		|| CASE WHEN key IS NULL THEN '\x4e'::bytea
-			ELSE '\x4b'::bytea || pg_catalog.convert_to(key, enc) END;
+	-- decode, not a '\x00' literal: a body compiles under the caller's
+	-- standard_conforming_strings
+	bytes := pg_catalog.convert_to(name, enc) || pg_catalog.decode('00', 'hex')
+		|| CASE WHEN key IS NULL THEN pg_catalog.decode('4e', 'hex')
+			ELSE pg_catalog.decode('4b', 'hex') || pg_catalog.convert_to(key, enc) END;
 	FOR i IN 0 .. pg_catalog.length(bytes) - 1 LOOP
-		lo := lo # pg_catalog.get_byte(bytes, i);
+		lo := lo # pg_catalog.get_byte(bytes, i)::bigint;
 		t := lo * 435;
-		hi := (hi * 435 + (t >> 32) + ((lo & 16777215) << 8)) & 4294967295;
+		hi := (hi * 435 + (t >> 32) + ((lo & 16777215::bigint) << 8)) & 4294967295;
 		lo := t & 4294967295;
 	END LOOP;
-	RETURN ((hi::numeric * 4294967296 + lo) % p.period)::bigint;
+	RETURN ((hi::numeric * 4294967296::numeric + lo::numeric) % p.period::numeric)::bigint;
 END
 $$;
 
@@ -184,7 +186,7 @@ CREATE FUNCTION _rl_amount_in_range(x float8, lo float8, lo_inclusive boolean)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT x IS NOT NULL AND x <> 'NaN' AND x <> 'Infinity' AND x <> '-Infinity'
-	AND x <= 1e15 AND CASE WHEN lo_inclusive THEN x >= lo ELSE x > lo END$$;
+	AND x <= 1e15::float8 AND CASE WHEN lo_inclusive THEN x >= lo ELSE x > lo END$$;
 
 -- fill_time: how long an untouched limit takes from its deepest to full.
 CREATE FUNCTION _rl_fill_time(p _rl_policy)
@@ -207,16 +209,16 @@ RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
-	IF NOT _rl_amount_in_range(p.rate, 0, false) THEN
+	IF NOT _rl_amount_in_range(p.rate, 0::float8, false) THEN
 		RETURN 'rate must be a finite number greater than zero and at most 1e15';
 	END IF;
 	IF p.period <= 0 OR p.period > 3155760000000000 THEN
 		RETURN 'period must be greater than zero and at most 100 years';
 	END IF;
-	IF NOT _rl_amount_in_range(p.capacity, 0, true) THEN
+	IF NOT _rl_amount_in_range(p.capacity, 0::float8, true) THEN
 		RETURN 'capacity must be a finite number between zero and 1e15';
 	END IF;
-	IF p.max_reserved IS NOT NULL AND NOT _rl_amount_in_range(p.max_reserved, 0, true) THEN
+	IF p.max_reserved IS NOT NULL AND NOT _rl_amount_in_range(p.max_reserved, 0::float8, true) THEN
 		RETURN 'max_reserved must be a finite number between zero and 1e15';
 	END IF;
 	IF p.shards < 1 OR p.shards > 1024 THEN
@@ -249,7 +251,7 @@ RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
-	IF NOT _rl_amount_in_range(count, 0, false) THEN
+	IF NOT _rl_amount_in_range(count, 0::float8, false) THEN
 		RETURN 'count must be a finite number greater than zero and at most 1e15';
 	END IF;
 	IF reserve AND p.kind = 'sliding window' THEN
@@ -315,7 +317,7 @@ BEGIN
 		-- sliding_refill
 		w_from := _rl_window_start(s.ts, origin, p.period);
 		w_to := _rl_window_start(now, origin, p.period);
-		IF o.prev IS NULL OR o.prev < 0 THEN
+		IF o.prev IS NULL OR o.prev < 0::float8 THEN
 			o.prev := p.capacity;
 		END IF;
 		IF w_to > w_from THEN
@@ -328,7 +330,7 @@ BEGIN
 		RETURN o;
 	END IF;
 	-- a sliding window's count, left by a redefinition, is not kept
-	IF s.prev IS NULL OR NOT s.prev < 0 THEN
+	IF s.prev IS NULL OR NOT s.prev < 0::float8 THEN
 		o.prev := NULL;
 	END IF;
 	IF p.kind = 'token bucket' THEN
@@ -361,10 +363,10 @@ DECLARE
 	prev float8 := s.prev;
 	into_ bigint;
 BEGIN
-	IF prev IS NULL OR prev < 0 THEN
+	IF prev IS NULL OR prev < 0::float8 THEN
 		prev := p.capacity;
 	END IF;
-	IF NOT prev > 0 THEN
+	IF NOT prev > 0::float8 THEN
 		RETURN s.value;
 	END IF;
 	IF t <= s.ts THEN
@@ -449,7 +451,7 @@ BEGIN
 	IF p.kind = 'sliding window' THEN
 		RETURN _rl_sliding_wait(p, origin, s, target, now);
 	END IF;
-	IF missing <= 0 THEN
+	IF missing <= 0::float8 THEN
 		RETURN 0;
 	END IF;
 	IF p.kind = 'token bucket' THEN
@@ -464,7 +466,7 @@ BEGIN
 		windows := pg_catalog.ceil(missing / p.rate);
 		base := _rl_window_start(s.ts, origin, p.period);
 		step := p.period;
-		IF NOT windows <= (31557600000000000 / p.period)::float8 + 1 THEN
+		IF NOT windows <= (31557600000000000 / p.period)::float8 + 1::float8 THEN
 			PERFORM _rl_fail('wait too long', now);
 		END IF;
 		ahead := windows::bigint * p.period;
@@ -556,11 +558,11 @@ BEGIN
 	END IF;
 	floor_value := CASE WHEN reserve THEN -_rl_reserve_depth(p) ELSE 0 END;
 	d.ok := cur.value >= count + floor_value;
-	d.has_retry := after.value < 0;
+	d.has_retry := after.value < 0::float8;
 	IF d.ok THEN
 		d.remaining := after.value;
 		IF d.has_retry THEN
-			d.retry_after := _rl_wait_for(p, origin, after, 0, now);
+			d.retry_after := _rl_wait_for(p, origin, after, 0::float8, now);
 		END IF;
 	ELSE
 		-- nothing is written: a retry refills from the stored state
@@ -588,7 +590,7 @@ CREATE FUNCTION _rl_ceil_ms(us bigint)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$SELECT CASE WHEN us <= 0 THEN 0
-	ELSE us / 1000 + CASE WHEN us % 1000 <> 0 THEN 1 ELSE 0 END END$$;
+	ELSE us / 1000 + CASE WHEN us % 1000::bigint <> 0 THEN 1 ELSE 0 END END$$;
 
 -- current_state: the state a refund, penalty or block starts from: the
 -- stored one brought forward to now, or a full bucket for a key with none.

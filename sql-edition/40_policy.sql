@@ -53,7 +53,7 @@ BEGIN
 	END IF;
 	p.rate := rate;
 	-- rl_period_usecs: 0 when not in (0, 100 years]
-	p.period := CASE WHEN _rl_interval_usecs(period) > 0
+	p.period := CASE WHEN _rl_interval_usecs(period) > 0::float8
 			AND _rl_interval_usecs(period) <= 3155760000000000::float8
 		THEN pg_catalog.trunc(_rl_interval_usecs(period))::bigint ELSE 0 END;
 	p.capacity := capacity;
@@ -165,7 +165,7 @@ LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
 	bits bigint := ('x' || pg_catalog.encode(pg_catalog.float8send(x), 'hex'))::bit(64)::bigint;
-	biased integer := ((bits >> 52) & 2047)::integer;
+	biased integer := ((bits >> 52) & 2047::bigint)::integer;
 BEGIN
 	m := bits & 4503599627370495;
 	IF biased = 0 THEN
@@ -174,7 +174,7 @@ BEGIN
 		m := m + 4503599627370496;
 		e := biased - 1075;
 	END IF;
-	WHILE m & 1 = 0 LOOP
+	WHILE m & 1::bigint = 0 LOOP
 		m := m >> 1;
 		e := e + 1;
 	END LOOP;
@@ -196,7 +196,7 @@ AS $$
 BEGIN
 	odd := x;
 	twos := 0;
-	WHILE pg_catalog.mod(odd, 2) = 0 LOOP
+	WHILE pg_catalog.mod(odd, 2::numeric) = 0::numeric LOOP
 		odd := pg_catalog.div(odd, 2);
 		twos := twos + 1;
 	END LOOP;
@@ -225,26 +225,26 @@ DECLARE
 	a numeric;
 	rate float8;
 BEGIN
-	IF NOT p.rate > 0 OR p.rate = 'Infinity' OR p.period <= 0 THEN
+	IF NOT p.rate > 0::float8 OR p.rate = 'Infinity' OR p.period <= 0 THEN
 		RETURN p;
 	END IF;
 	mm := _rl_odd_mantissa(p.rate);
 	FOREACH unit IN ARRAY ARRAY[1000000, 60000000, 3600000000, 86400000000]::bigint[] LOOP
 		-- rate_per_unit
 		g := pg_catalog.gcd(unit, p.period);
-		numerator := unit / g;
-		denominator := p.period / g;
+		numerator := unit::numeric / g;
+		denominator := p.period::numeric / g;
 		factor := pg_catalog.gcd(mm.m::numeric, denominator);
 		dp := _rl_odd_part(pg_catalog.div(denominator, factor));
-		CONTINUE WHEN dp.odd <> 1;
+		CONTINUE WHEN dp.odd <> 1::numeric;
 		np := _rl_odd_part(numerator);
 		n := pg_catalog.div(mm.m::numeric, factor) * np.odd;
-		CONTINUE WHEN n > 9007199254740992;
+		CONTINUE WHEN n > 9007199254740992::numeric;
 		ex := mm.e + np.twos - dp.twos;
 		friendly := p;
 		friendly.rate := _rl_ldexp(n::float8, ex);
 		friendly.period := unit;
-		CONTINUE WHEN friendly.rate IS NULL OR NOT friendly.rate > 0
+		CONTINUE WHEN friendly.rate IS NULL OR NOT friendly.rate > 0::float8
 			OR friendly.rate = 'Infinity'
 			OR _rl_ldexp(friendly.rate, -ex) IS DISTINCT FROM n::float8
 			OR _rl_policy_problem(friendly) IS NOT NULL;
@@ -282,10 +282,10 @@ BEGIN
 	RETURN name || E'\x1f'
 		|| CASE p.kind WHEN 'fixed window' THEN 'f' WHEN 'sliding window' THEN 's' ELSE 't' END
 		|| '/' || _rl_printf_g(p.rate + 0::float8, 17)
-		|| '/' || p.period
+		|| '/' || p.period::text
 		|| '/' || _rl_printf_g(p.capacity + 0::float8, 17)
 		|| '/' || COALESCE(_rl_printf_g(p.max_reserved + 0::float8, 17), '-')
-		|| '/' || p.shards
+		|| '/' || p.shards::text
 		|| '/' || COALESCE(p.start::text, '-');
 END
 $$;

@@ -48,8 +48,9 @@ BEGIN
 END
 $$;
 
--- rl_inet_key: an inet key as the text of its host address; an inet with
--- a netmask is refused.
+-- rl_inet_key: an inet key as the text of its host address, an
+-- IPv4-mapped IPv6 address (::ffff:0:0/96) as its IPv4 address, as
+-- src/access.c keys it; an inet with a netmask is refused.
 CREATE FUNCTION _rl_inet_key(key inet)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT
@@ -60,6 +61,10 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			DETAIL = pg_catalog.format('The key has a netmask of %s bits.', pg_catalog.masklen(key)),
 			HINT = 'Pass the caller''s address; define the limit with ipv4_prefix or ipv6_prefix to count its network as one key.';
+	END IF;
+	IF key OPERATOR(pg_catalog.<<) '::ffff:0:0/96'::inet THEN
+		RETURN pg_catalog.host('0.0.0.0'::inet OPERATOR(pg_catalog.+)
+			(key OPERATOR(pg_catalog.-) '::ffff:0.0.0.0'::inet));
 	END IF;
 	RETURN pg_catalog.host(key);
 END
@@ -211,7 +216,11 @@ BEGIN
 		END IF;
 		RETURN t;
 	END IF;
-	IF d IS NOT DISTINCT FROM t.definition THEN
+	-- OPERATOR(pg_catalog.=): an "=" on rl_definitions made in the schema
+	-- would win over pg_catalog's record comparison
+	IF (CASE WHEN d::text IS NULL OR t.definition::text IS NULL
+		THEN d::text IS NULL AND t.definition::text IS NULL
+		ELSE d OPERATOR(pg_catalog.=) t.definition END) THEN
 		RETURN t;
 	END IF;
 	t.definition := d;
@@ -412,7 +421,7 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			DETAIL = 'A partial call takes only what the key holds now; a reservation takes what it does not hold yet.';
 	END IF;
-	IF consuming AND wait_us > 0 THEN
+	IF consuming AND wait_us > 0::float8 THEN
 		RAISE EXCEPTION 'rl_limit''s wait is not in the SQL edition of ratelimit yet'
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Retry after retry_after in the application, or use the C edition.';
@@ -556,7 +565,7 @@ BEGIN
 			RAISE EXCEPTION 'duration must not be null' USING ERRCODE = 'null_value_not_allowed';
 		END IF;
 		usecs := _rl_interval_usecs(duration);
-		IF NOT (usecs >= 1 AND usecs <= 31557600000000000::float8) THEN
+		IF NOT (usecs >= 1::float8 AND usecs <= 31557600000000000::float8) THEN
 			RAISE EXCEPTION 'duration must be greater than zero and at most 1000 years'
 				USING ERRCODE = 'invalid_parameter_value',
 				HINT = 'rl_reset() lifts a block.';
@@ -566,7 +575,7 @@ BEGIN
 		IF amount IS NULL THEN
 			RAISE EXCEPTION 'count must not be null' USING ERRCODE = 'null_value_not_allowed';
 		END IF;
-		IF NOT (amount > 0 AND amount <= 1e15) THEN
+		IF NOT (amount > 0::float8 AND amount <= 1e15::float8) THEN
 			RAISE EXCEPTION 'count must be a finite number greater than zero and at most 1e15'
 				USING ERRCODE = 'invalid_parameter_value',
 				DETAIL = pg_catalog.format('The count is %s.', _rl_printf_g(amount, 6));

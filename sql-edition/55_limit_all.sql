@@ -83,7 +83,7 @@ BEGIN
 		PERFORM _rl_check_name_key(names[i], keys[i]);
 	END LOOP;
 	FOR i IN 1 .. n LOOP
-		t[i] := _rl_resolve(names[i], keys[i], NULL, false, true);
+		t[i] := _rl_resolve(names[i], keys[i], NULL::rl_policy, false, true);
 	END LOOP;
 	PERFORM _rl_require_writable('rl_limit_all()');
 

@@ -29,7 +29,7 @@ AS $$
 DECLARE
 	n integer;
 BEGIN
-	PERFORM _rl_check_name_key(name, NULL);
+	PERFORM _rl_check_name_key(name, NULL::text);
 	IF kind IN ('concurrency', 'concurrency lease') THEN
 		RAISE EXCEPTION 'rl_define() defines rate limits, not concurrency limits'
 			USING ERRCODE = 'invalid_parameter_value',
@@ -90,7 +90,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-	PERFORM _rl_check_name_key(name, NULL);
+	PERFORM _rl_check_name_key(name, NULL::text);
 	PERFORM _rl_require_writable('rl_undefine()');
 	DELETE FROM ONLY rl_definitions d WHERE d.name = rl_undefine.name;
 	IF NOT FOUND THEN

@@ -13,6 +13,9 @@ BEGIN
 		SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
 		WHERE p.pronamespace OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace n
 			WHERE n.nspname OPERATOR(pg_catalog.=) pg_catalog.current_schema())
+			-- the install's own: not what another role made in the schema
+			AND p.proowner OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r
+				WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
 			AND (p.proname OPERATOR(pg_catalog.~~) '\_rl\_%'
 				OR p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['rl_limit', 'rl_check',
 					'rl_value', 'rl_reset', 'rl_define', 'rl_undefine',

@@ -92,7 +92,9 @@ sub config_sql {
 my @defined = map { ["d$_", policy()] } 0 .. 4;
 my @inline = map { ["i$_", policy()] } 0 .. 3;
 my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'", "'10.1.2.3'::inet",
-	"'2001:db8::1'::inet");
+	"'2001:db8::1'::inet", "'::ffff:10.1.2.3'::inet", "'::FFFF:0A01:0203/128'::inet",
+	"'2001:DB8:0::1/128'::inet", "'::10.1.2.3'::inet", "'::ffff:10.1.2.0/120'::inet",
+	"'::ffff:0:0/96'::inet", "'10.1.2.0/24'::inet");
 
 my @lines;
 my @what;    # what each output line is, for the report

@@ -80,8 +80,42 @@ rl_log "install as a role that is not a superuser, into a schema it may only cre
 plain_psql -U postgres -d sqled -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" \
 	-c "CREATE SCHEMA limits" -c "GRANT USAGE, CREATE ON SCHEMA limits TO rl_app" \
 	-c "GRANT USAGE ON SCHEMA limits TO rl_caller"
+# A second role with CREATE on the schema (rl_peer) plants, before the
+# install and after it, an exact match for every operator and internal
+# function call that would otherwise need an implicit cast (plant.sql):
+# the edition must never resolve to one, in anything below.
+ops=$(sed 's/--.*//' "$install" | grep -oE '[-+*/<>=~!@#%^&|]+' | sort -u | tr '\n' ' ')
+ops="$ops = <> < > <= >= ~~"
+# The install refuses a schema where PUBLIC may create.
+out=$(plain_psql -U postgres -d tle -c "GRANT CREATE ON SCHEMA public TO PUBLIC" 2>&1 &&
+	PGOPTIONS="-c search_path=public" plain_psql -1 -U rl_app -d tle -f "$install" 2>&1 >/dev/null |
+	grep -E '^psql|^DETAIL|^HINT' | sed 's/^psql:[^ ]* //') || :
+want="ERROR:  schema \"public\" allows CREATE to PUBLIC
+DETAIL:  Any role could create objects there that the edition's functions would run with its owner's rights.
+HINT:  Revoke CREATE on the schema from PUBLIC, or install into a schema of its own."
+[ "$out" = "$want" ] || fail "install into a schema where PUBLIC may create: got
+$out"
+plain_psql -U postgres -d tle -c "REVOKE CREATE ON SCHEMA public FROM PUBLIC" \
+	-c "CREATE ROLE rl_peer LOGIN" -c "CREATE SCHEMA limits"
+PGOPTIONS="-c search_path=limits" plain_psql -1 -U postgres -d tle -f "$install" >/dev/null ||
+	fail "the install failed"
+sigs_of() {
+	plain_psql -U postgres -d "$1" -At -c "SET search_path = limits" -c "SELECT pg_catalog.string_agg(p.proname
+		|| '|' || pg_catalog.array_to_string(p.proargtypes::regtype[]::text[], ',') || '|' || p.pronargdefaults
+		|| '|' || pg_catalog.pg_get_function_result(p.oid), E'\n')
+		FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'limits'::regnamespace AND p.proname ~ '^_rl_'"
+}
+plant() {
+	plain_psql -U rl_peer -d sqled -v ops="$ops" -v sigs="$(sigs_of "$1")" \
+		-f "$RL_REPO/test/sql-edition/plant.sql" 2>&1 >/dev/null | sed 's/^NOTICE:  /   /' >&2
+}
+plain_psql -U postgres -d sqled -c "GRANT USAGE, CREATE ON SCHEMA limits TO rl_peer"
+rl_log "planting operators and functions in the schema, before the install"
+plant tle
 PGOPTIONS="-c search_path=limits" plain_psql -1 -U rl_app -d sqled -f "$install" >/dev/null ||
 	fail "the install failed"
+rl_log "planting operators and functions in the schema, after the install"
+plant sqled
 lib=$(plain_psql -U postgres -d sqled -At -c "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = 'ratelimit'")
 [ "$lib" = 0 ] || fail "the C edition is installed in the SQL edition's database"
 edition=$(plain_psql -U rl_caller -d sqled -At -c "SELECT edition || ' ' || version FROM limits.rl_sql_edition()")
@@ -137,6 +171,42 @@ DETAIL:  Only a superuser or a member of the role that owns the rate limits may 
 HINT:  Reset ratelimit.now_override."
 [ "$out" = "$want" ] || fail "privileges: got
 $out"
+
+# Keys and session settings the C edition does not see: an IPv4-mapped
+# IPv6 address is its IPv4 address (src/access.c), and a window's origin
+# is the same under standard_conforming_strings = off (each psql is a new
+# session, so the PL/pgSQL bodies compile under that setting).
+rl_log "inet keys as the C edition keys them; standard_conforming_strings = off"
+out=$(plain_psql -U rl_caller -d sqled -At 2>&1 <<'SQL'
+SET search_path = limits;
+SELECT ok FROM rl_limit('mapped', '10.0.0.1'::inet, config => rl_token_bucket(1, '1 hour'));
+SELECT ok FROM rl_limit('mapped', '::ffff:10.0.0.1'::inet, config => rl_token_bucket(1, '1 hour'));
+SELECT ok FROM rl_limit('mapped', '::FFFF:0A00:0001/128'::inet, config => rl_token_bucket(1, '1 hour'));
+SELECT ok FROM rl_limit('mapped', '::10.0.0.1'::inet, config => rl_token_bucket(1, '1 hour'));
+\set ON_ERROR_STOP 0
+\set SHOW_CONTEXT never
+SELECT ok FROM rl_limit('mapped', '::ffff:10.0.0.0/120'::inet, config => rl_token_bucket(1, '1 hour'));
+SQL
+)
+want="t
+f
+f
+t
+ERROR:  an inet rate limit key must be a host address
+DETAIL:  The key has a netmask of 120 bits.
+HINT:  Pass the caller's address; define the limit with ipv4_prefix or ipv6_prefix to count its network as one key."
+[ "$out" = "$want" ] || fail "IPv4-mapped inet keys: got
+$out"
+scs_calls="SET search_path = limits;
+SET ratelimit.now_override = '2026-01-01 00:00:00.5+00';
+SELECT ok, remaining, reset_after_ms FROM rl_check('scs', 'k', config => rl_fixed_window(3, '1 hour'));
+SELECT ok, remaining, reset_after_ms FROM rl_check('scs', NULL, config => rl_sliding_window(3, '7 seconds'));"
+on=$(echo "$scs_calls" | plain_psql -U rl_app -d sqled -At 2>&1) || :
+off=$( (echo "SET standard_conforming_strings = off;" && echo "$scs_calls") | plain_psql -U rl_app -d sqled -At 2>&1) || :
+[ "$on" = "$off" ] || fail "standard_conforming_strings = off: got
+$off
+where on gives
+$on"
 
 # 4. Isolation specs, as a superuser (some set deadlock_timeout); the
 # calls run as the role that installed the edition, which owns them.
@@ -206,3 +276,9 @@ perl "$RL_REPO/test/sql-edition/differential.pl" --calls "$calls" --seed "$seed"
 	--sql "env PGOPTIONS=-csearch_path=limits $RL_BIN/psql -h $sock -p $port -U rl_app -d sqled" ||
 	fail "the editions answered differently"
 "$RL_BIN/psql" -X -q -d postgres -c "DROP DATABASE sqled_c"
+
+# No planted operator or function ran inside the edition.
+if grep -q 'planted \(operator\|function\)' "$plain/log/postgresql.log"; then
+	grep 'planted \(operator\|function\)' "$plain/log/postgresql.log" | sort | uniq -c | sort -rn | head -20
+	fail "the edition ran code planted in its schema"
+fi
