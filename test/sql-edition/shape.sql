@@ -5,22 +5,33 @@
 -- arguments, result, kind, volatility, parallel safety, strictness,
 -- SECURITY DEFINER, EXECUTE to PUBLIC and comment.  The _rl_ helpers of
 -- the SQL edition are left out.  Run on both editions by run.sh and
--- compared by shape.pl.  Names print unqualified, as the schema is on
--- search_path; a value's runs of white space print as one space.
+-- compared by shape.pl.  Names print without the schema's prefix; a
+-- value's runs of white space print as one space.
+-- The query itself runs on pg_catalog alone, so that nothing another role
+-- planted in the edition's schema (run.sh plants operators there) can
+-- answer for it; the schema's prefix is then taken off every line.
+SELECT pg_catalog.current_schema() AS shape_nsp \gset
+SET search_path = pg_catalog;
 WITH s AS (
-	SELECT pg_catalog.current_schema()::regnamespace AS nsp
+	-- the edition's objects: those of the owner of its rate_limits table
+	SELECT c.relnamespace AS nsp, c.relowner AS owner
+	FROM pg_catalog.pg_class c
+	WHERE c.relnamespace = :'shape_nsp'::regnamespace AND c.relname = 'rate_limits'
 ), fn AS (
 	SELECT p.* FROM pg_catalog.pg_proc p, s
-	WHERE p.pronamespace = s.nsp AND p.proname NOT LIKE '\_rl\_%'
+	WHERE p.pronamespace = s.nsp AND p.proowner = s.owner
+		AND p.proname NOT LIKE '\_rl\_%'
 ), ty AS (
 	SELECT t.oid, t.typname, t.typrelid
 	FROM pg_catalog.pg_type t JOIN pg_catalog.pg_class c ON c.oid = t.typrelid, s
-	WHERE t.typnamespace = s.nsp AND c.relkind = 'c' AND t.typname NOT LIKE '\_rl\_%'
+	WHERE t.typnamespace = s.nsp AND t.typowner = s.owner AND c.relkind = 'c'
+		AND t.typname NOT LIKE '\_rl\_%'
 ), tb AS (
 	SELECT c.oid, c.relname, c.reloptions FROM pg_catalog.pg_class c, s
-	WHERE c.relnamespace = s.nsp AND c.relkind IN ('r', 'p')
+	WHERE c.relnamespace = s.nsp AND c.relowner = s.owner AND c.relkind IN ('r', 'p')
 )
-SELECT o || '|' || k || '|' || coalesce(regexp_replace(v, '\s+', ' ', 'g'), '<null>')
+SELECT replace(o || '|' || k || '|' || coalesce(regexp_replace(v, '\s+', ' ', 'g'), '<null>'),
+	quote_ident(:'shape_nsp') || '.', '')
 FROM (
 	SELECT 'function ' || p.oid::regprocedure AS o, k, v
 	FROM fn p, LATERAL (VALUES
