@@ -202,7 +202,13 @@ SET ratelimit.now_override = '2026-01-01 00:00:00.5+00';
 SELECT ok, remaining, reset_after_ms FROM rl_check('scs', 'k', config => rl_fixed_window(3, '1 hour'));
 SELECT ok, remaining, reset_after_ms FROM rl_check('scs', NULL, config => rl_sliding_window(3, '7 seconds'));"
 on=$(echo "$scs_calls" | plain_psql -U rl_app -d sqled -At 2>&1) || :
-off=$( (echo "SET standard_conforming_strings = off;" && echo "$scs_calls") | plain_psql -U rl_app -d sqled -At 2>&1) || :
+# PostgreSQL 19 no longer lets a session turn the setting off
+if plain_psql -U rl_app -d sqled -At -c "SET standard_conforming_strings = off" >/dev/null 2>&1; then
+	off=$( (echo "SET standard_conforming_strings = off;" && echo "$scs_calls") | plain_psql -U rl_app -d sqled -At 2>&1) || :
+else
+	rl_log "standard_conforming_strings cannot be turned off on this major: nothing to compare"
+	off=$on
+fi
 [ "$on" = "$off" ] || fail "standard_conforming_strings = off: got
 $off
 where on gives
