@@ -279,3 +279,23 @@ rl_inline_row(text *stored, RlPolicy *policy)
 	}
 	return rl_policy_problem(policy) == NULL;
 }
+
+/*
+ * A name of len bytes is neither empty (22023) nor longer than
+ * RL_MAX_NAME_BYTES (54000); what names it in the messages ("rate limit
+ * name", "plan name").
+ */
+void
+rl_check_name_bytes(int len, const char *what)
+{
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", what)));
+	if (len > RL_MAX_NAME_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s is too long", what),
+				 errdetail("The name is %d bytes; the limit is %d.",
+						   len, RL_MAX_NAME_BYTES)));
+}

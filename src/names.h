@@ -52,6 +52,7 @@ rl_text_equal(const text *a, const text *b)
 		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), la) == 0;
 }
 
+extern void rl_check_name_bytes(int len, const char *what);
 extern text *rl_inline_row_name(text *name, const RlPolicy *given);
 extern bool rl_inline_row(text *stored, RlPolicy *policy);
 

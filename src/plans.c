@@ -155,16 +155,7 @@ plan_arg(FunctionCallInfo fcinfo, int argno)
 	rl_require_arg(fcinfo, argno, "plan");
 	plan = PG_GETARG_TEXT_PP(argno);
 	len = VARSIZE_ANY_EXHDR(plan);
-	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("plan name must not be empty")));
-	if (len > RL_MAX_NAME_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("plan name is too long"),
-				 errdetail("The name is %d bytes; the limit is %d.",
-						   len, RL_MAX_NAME_BYTES)));
+	rl_check_name_bytes(len, "plan name");
 	return plan;
 }
 

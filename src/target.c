@@ -26,16 +26,7 @@ rl_target_init(RlTarget *target, text *name, text *key)
 {
 	int			len = VARSIZE_ANY_EXHDR(name);
 
-	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("rate limit name must not be empty")));
-	if (len > RL_MAX_NAME_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("rate limit name is too long"),
-				 errdetail("The name is %d bytes; the limit is %d.",
-						   len, RL_MAX_NAME_BYTES)));
+	rl_check_name_bytes(len, "rate limit name");
 	if (memchr(VARDATA_ANY(name), RL_INLINE_SEPARATOR, len) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
