@@ -586,12 +586,15 @@ CREATE TABLE @extschema@.rl_plans (
 	period interval,
 	capacity float8 NOT NULL,
 	max_reserved float8,
+	time_zone text,
 	PRIMARY KEY (name, plan)
 );
 COMMENT ON TABLE @extschema@.rl_plans IS
 	'plans of named rate limits: a named policy for the keys assigned to it; write them with rl_plan() and rl_unplan(), assign keys with rl_assign() and rl_unassign()';
 COMMENT ON COLUMN @extschema@.rl_plans.period IS
 	'NULL: the definition''s period, whatever it becomes';
+COMMENT ON COLUMN @extschema@.rl_plans.time_zone IS
+	'a calendar limit: the time zone of its keys'' windows (a customer''s midnight); NULL: the definition''s';
 REVOKE ALL ON TABLE @extschema@.rl_plans FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_plans', '');
 CREATE TRIGGER rl_plans_changed
@@ -624,6 +627,7 @@ CREATE TABLE @extschema@.rl_overrides (
 	capacity float8,
 	max_reserved float8,
 	plan text COLLATE "C",
+	time_zone text,
 	PRIMARY KEY (name, key),
 	-- rl_unplan refuses a plan that keys are assigned to; so does this
 	FOREIGN KEY (name, plan) REFERENCES @extschema@.rl_plans (name, plan),
@@ -641,6 +645,8 @@ COMMENT ON COLUMN @extschema@.rl_overrides.key IS
 	'the key, as rl_limit takes it (text; a number as its text)';
 COMMENT ON COLUMN @extschema@.rl_overrides.period IS
 	'NULL: the definition''s period, whatever it becomes';
+COMMENT ON COLUMN @extschema@.rl_overrides.time_zone IS
+	'a calendar limit: the time zone of the key''s windows; NULL: its plan''s, else the definition''s';
 REVOKE ALL ON TABLE @extschema@.rl_overrides FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_overrides', '');
 CREATE TRIGGER rl_overrides_changed
@@ -662,13 +668,14 @@ CREATE FUNCTION @extschema@.rl_override(
 	rate float8,
 	period interval DEFAULT NULL,
 	capacity float8 DEFAULT NULL,
-	max_reserved float8 DEFAULT NULL)
+	max_reserved float8 DEFAULT NULL,
+	time_zone text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_override'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_override(text, text, float8, interval, float8, float8) IS
-	'create or replace the override of one key of a named rate limit: its rate per period (default: the definition''s period), capacity (default: the rate) and max_reserved';
-REVOKE ALL ON FUNCTION @extschema@.rl_override(text, text, float8, interval, float8, float8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_override(text, text, float8, interval, float8, float8, text) IS
+	'create or replace the override of one key of a named rate limit: its rate per period (default: the definition''s period), capacity (default: the rate), max_reserved and, for a calendar limit, time zone';
+REVOKE ALL ON FUNCTION @extschema@.rl_override(text, text, float8, interval, float8, float8, text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_unoverride(name text, key text)
 RETURNS boolean
@@ -684,13 +691,14 @@ CREATE FUNCTION @extschema@.rl_plan(
 	rate float8,
 	period interval DEFAULT NULL,
 	capacity float8 DEFAULT NULL,
-	max_reserved float8 DEFAULT NULL)
+	max_reserved float8 DEFAULT NULL,
+	time_zone text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_plan'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_plan(text, text, float8, interval, float8, float8) IS
-	'create or replace a plan of a named rate limit: its rate per period (default: the definition''s period), capacity (default: the rate) and max_reserved, for every key assigned to it';
-REVOKE ALL ON FUNCTION @extschema@.rl_plan(text, text, float8, interval, float8, float8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_plan(text, text, float8, interval, float8, float8, text) IS
+	'create or replace a plan of a named rate limit: its rate per period (default: the definition''s period), capacity (default: the rate), max_reserved and, for a calendar limit, time zone, for every key assigned to it';
+REVOKE ALL ON FUNCTION @extschema@.rl_plan(text, text, float8, interval, float8, float8, text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_unplan(name text, plan text)
 RETURNS boolean
@@ -700,13 +708,14 @@ COMMENT ON FUNCTION @extschema@.rl_unplan(text, text) IS
 	'drop a plan that no key is assigned to; false when there was none';
 REVOKE ALL ON FUNCTION @extschema@.rl_unplan(text, text) FROM PUBLIC;
 
-CREATE FUNCTION @extschema@.rl_assign(name text, key text, plan text)
+CREATE FUNCTION @extschema@.rl_assign(name text, key text, plan text,
+	time_zone text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'rl_assign'
 LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rl_assign(text, text, text) IS
-	'assign one key of a named rate limit to a plan, replacing its plan or override; the key keeps what it has left, at most the plan''s capacity';
-REVOKE ALL ON FUNCTION @extschema@.rl_assign(text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.rl_assign(text, text, text, text) IS
+	'assign one key of a named rate limit to a plan (and, for a calendar limit, a time zone of its own), replacing its plan or override; the key keeps what it has left, at most the plan''s capacity';
+REVOKE ALL ON FUNCTION @extschema@.rl_assign(text, text, text, text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.rl_unassign(name text, key text)
 RETURNS boolean
@@ -826,7 +835,7 @@ CROSS JOIN LATERAL (SELECT CASE WHEN o.name IS NOT NULL THEN
 			COALESCE(o.period, pl.period, d.period),
 			COALESCE(o.capacity, pl.capacity),
 			COALESCE(o.max_reserved, pl.max_reserved), d.shards, d.start,
-			d.storage, d.time_zone)::@extschema@.rl_policy
+			d.storage, COALESCE(o.time_zone, pl.time_zone, d.time_zone))::@extschema@.rl_policy
 	WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
 			d.start, d.storage, d.time_zone)::@extschema@.rl_policy

@@ -20,6 +20,7 @@
 #include "utils/lsyscache.h"
 
 #include "algebra.h"
+#include "calendar.h"
 #include "definitions.h"
 #include "functions.h"
 #include "limit.h"
@@ -59,9 +60,35 @@ overridable(text *name)
 }
 
 /*
+ * A time_zone argument (argno) of an override, a plan or an assignment,
+ * for a limit of policy: false for NULL (none of its own), else true with
+ * the zone as the tz database spells it in *zone.  Only a calendar limit
+ * (a fixed window with a time_zone) has windows of a zone.
+ */
+static bool
+zone_arg(FunctionCallInfo fcinfo, int argno, const RlPolicy *policy,
+		 Datum *zone)
+{
+	char	   *given;
+	RlCalendar	check;
+
+	if (PG_ARGISNULL(argno))
+		return false;
+	if (policy->calendar.unit == RL_CALENDAR_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time_zone applies only to limits defined with a time_zone"),
+				 errhint("Define the limit as a fixed window of 1 day, 1 week, 1 month or 1 year with a time_zone first.")));
+	given = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	rl_calendar_init(&check, policy->calendar.unit, given);	/* 22023 */
+	*zone = CStringGetTextDatum(rl_calendar_zone_canonical(given));
+	return true;
+}
+
+/*
  * The numbers of an override or a plan (rl_override, rl_plan): arguments
- * 2 to 5, rate, period, capacity and max_reserved, into values[2..5] for
- * rl_storage_put_override.  period NULL follows the definition's (a
+ * 2 to 6, rate, period, capacity, max_reserved and time_zone, into
+ * values[2..6] for rl_storage_put_override.  period NULL follows the definition's (a
  * calendar limit's must); capacity NULL is the rate, as in rl_define.
  * Checked as the whole policy a key then has.
  */
@@ -93,6 +120,7 @@ own_numbers(FunctionCallInfo fcinfo, text *name, bool plan, Datum *values,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s", problem)));
 
+	nulls[6] = !zone_arg(fcinfo, 6, &policy, &values[6]);
 	values[2] = Float8GetDatum(policy.rate);
 	nulls[3] = PG_ARGISNULL(3);
 	values[3] = nulls[3] ? (Datum) 0 : PG_GETARG_DATUM(3);
@@ -102,9 +130,85 @@ own_numbers(FunctionCallInfo fcinfo, text *name, bool plan, Datum *values,
 }
 
 /*
- * rl_override(name, key, rate, period, capacity, max_reserved): create or
- * replace the override of one key of a defined rate limit (an assignment
- * to a plan too: a key has one or the other).
+ * The first half of a key's move to another policy: its state brought to
+ * now under the policy it has (a table limit's row is then held until the
+ * transaction ends), so the time since its last call refills at the old
+ * rate; returns what it then holds.  A memory key, which is not held, is
+ * read under the old policy here, with the refunds this transaction gives
+ * it at commit (capped at the old capacity, as if they came first), and
+ * capped under its partition later: a take in between only lowers what it
+ * keeps.
+ */
+static double
+leave_policy(RlTarget *target)
+{
+	RlTarget	before;
+
+	rl_target_resolve(target, NULL);
+	(void) rl_adjust(target, RL_ADJUST_PENALIZE, 0, 0);
+	before = *target;
+	/* a memory limit's refunds in this transaction counted, capped */
+	return rl_adjust(&before, RL_ADJUST_REFUND, 0, 0).value;
+}
+
+/*
+ * The second half, once rl_overrides says the new policy: each row (each
+ * shard) keeps what it held, at most its share of the new capacity, and
+ * gains nothing for the time before the move (rl_move_state).  So a move
+ * never gives tokens, however often a key hops between policies that
+ * refill at different speeds, or between time zones whose windows start
+ * at other times; a debt stays, and a blocked key stays blocked.
+ */
+static void
+enter_policy(RlTarget *target, double held)
+{
+	rl_target_resolve(target, NULL);
+	(void) rl_adjust(target, RL_ADJUST_MOVE, held, 0);
+}
+
+/*
+ * Write the override of target's key (values and nulls as
+ * rl_storage_put_override takes them), or drop it (values NULL): false
+ * when there was none to drop.  Other numbers take effect at the key's
+ * next call, its state kept.  A key of a calendar limit that this puts in
+ * another time zone moves as a change of plan moves it (leave_policy,
+ * enter_policy): in the new zone's current window it has what it had
+ * left, never a fresh window.
+ */
+static bool
+write_override(RlTarget *target, Datum *values, bool *nulls)
+{
+	RlPolicy	definition = overridable(target->name);
+	bool		moving = false;
+	double		held = 0;
+	bool		found = true;
+
+	if (definition.calendar.unit != RL_CALENDAR_NONE &&
+		!(rl_storage_lock_assignments(target->name, target->key) &&
+		  values == NULL))
+	{
+		/* (a key on a plan has no override to drop) */
+		rl_target_resolve(target, NULL);
+		moving = strcmp(rl_calendar_zone_name(&target->policy.calendar),
+						values && !nulls[6] ?
+						TextDatumGetCString(values[6]) :
+						rl_calendar_zone_name(&definition.calendar)) != 0;
+		if (moving)
+			held = leave_policy(target);
+	}
+	if (values)
+		rl_storage_put_override(values, nulls, false);
+	else
+		found = rl_storage_delete_override(target->name, target->key);
+	if (moving)
+		enter_policy(target, held);
+	return found;
+}
+
+/*
+ * rl_override(name, key, rate, period, capacity, max_reserved, time_zone):
+ * create or replace the override of one key of a defined rate limit (an
+ * assignment to a plan too: a key has one or the other).
  */
 Datum
 rl_override(PG_FUNCTION_ARGS)
@@ -112,8 +216,8 @@ rl_override(PG_FUNCTION_ARGS)
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
 	text	   *name = name_arg(fcinfo);
 	RlTarget	target;
-	Datum		values[6];
-	bool		nulls[6] = {false};
+	Datum		values[7];
+	bool		nulls[7] = {false};
 
 	rl_require_arg(fcinfo, 1, "key");
 	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
@@ -123,7 +227,7 @@ rl_override(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(name);
 	values[1] = PointerGetDatum(target.key);
 	own_numbers(fcinfo, name, false, values, nulls);
-	rl_storage_put_override(values, nulls, false);
+	(void) write_override(&target, values, nulls);
 	rl_storage_end();
 	PG_RETURN_VOID();
 }
@@ -139,8 +243,7 @@ rl_unoverride(PG_FUNCTION_ARGS)
 
 	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
 	rl_storage_begin_writing(nspid, "rl_unoverride()");
-	(void) overridable(name);
-	found = rl_storage_delete_override(name, target.key);
+	found = write_override(&target, NULL, NULL);
 	rl_storage_end();
 	PG_RETURN_BOOL(found);
 }
@@ -160,25 +263,40 @@ plan_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * rl_plan(name, plan, rate, period, capacity, max_reserved): create or
- * replace a plan of a defined rate limit, checked as rl_override checks
- * an override.  Its keys take the new numbers at their next call, each
- * keeping what it has left, as after a change of an override.
+ * rl_plan(name, plan, rate, period, capacity, max_reserved, time_zone):
+ * create or replace a plan of a defined rate limit, checked as
+ * rl_override checks an override.  Its keys take the new numbers at their
+ * next call, each keeping what it has left, as after a change of an
+ * override.  A new time zone would move its keys' windows all at once, so
+ * it is refused while keys without a zone of their own are assigned.
  */
 Datum
 rl_plan(PG_FUNCTION_ARGS)
 {
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
 	text	   *name = name_arg(fcinfo);
-	Datum		values[6];
-	bool		nulls[6] = {false};
+	text	   *plan = plan_arg(fcinfo, 1);
+	Datum		values[7];
+	bool		nulls[7] = {false};
+	int64		movers;
 
 	values[0] = PointerGetDatum(name);
-	values[1] = PointerGetDatum(plan_arg(fcinfo, 1));
+	values[1] = PointerGetDatum(plan);
 	rl_require_arg(fcinfo, 2, "rate");
 
 	rl_storage_begin_writing(nspid, "rl_plan()");
 	own_numbers(fcinfo, name, true, values, nulls);
+	movers = rl_storage_plan_zone_movers(name, plan,
+										 nulls[6] ? NULL :
+										 DatumGetTextPP(values[6]));
+	if (movers > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("plan \"%s\" of rate limit \"%s\" cannot change its time zone while keys are assigned to it",
+						text_to_cstring(plan), text_to_cstring(name)),
+				 errdetail("Keys it would move to other windows: " INT64_FORMAT ".",
+						   movers),
+				 errhint("Create a plan with the new time zone and move the keys with rl_assign().")));
 	rl_storage_put_override(values, nulls, true);
 	rl_storage_end();
 	PG_RETURN_VOID();
@@ -213,23 +331,12 @@ rl_unplan(PG_FUNCTION_ARGS)
 }
 
 /*
- * Move a key to plan (NULL: off its plan, to the definition), keeping what
- * it has left, at most the new capacity: false, nothing changed, when it
- * had no plan to leave.
- *
- * The key's state is first brought to now under the policy it had (a
- * table limit's row is held until the transaction ends): the time since
- * its last call refills at the old rate.  Then each row (each shard) keeps
- * what it holds, at most its share of the new capacity, and gains nothing
- * for the time before the move (rl_move_state): the key refills at the new
- * rate from now on.  So a move never gives tokens, however often a key
- * hops between plans that refill at different speeds, and rests on the
- * same ground as an override change (state kept, read under the policy in
- * force).  A debt stays, and a blocked key stays blocked.  A memory key,
- * which is not held, is read under the old policy here, with the refunds
- * this transaction gives it at commit (capped at the old capacity, as if
- * they came first), and capped under its partition later: a take in
- * between only lowers what it keeps.
+ * Move a key to plan (NULL: off its plan, to the definition), with the
+ * time zone of argument 3 or its plan's, keeping what it has left, at most
+ * the new capacity (leave_policy, enter_policy): false, nothing changed,
+ * when it had no plan to leave.  This rests on the same ground as an
+ * override change (state kept, read under the policy in force), but gives
+ * nothing for the time before the move.
  */
 static bool
 change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
@@ -237,13 +344,17 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 	Oid			nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
 	text	   *name = name_arg(fcinfo);
 	RlTarget	target;
-	RlTarget	before;
+	RlPolicy	definition;
+	Datum		zone;
+	text	   *own_zone = NULL;
 	double		held;
 
 	rl_require_arg(fcinfo, 1, "key");
 	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
 	rl_storage_begin_writing(nspid, cmdname);
-	(void) overridable(name);
+	definition = overridable(name);
+	if (plan != NULL && zone_arg(fcinfo, 3, &definition, &zone))
+		own_zone = DatumGetTextPP(zone);
 	if (!rl_storage_lock_assignments(name, target.key) && plan == NULL)
 	{
 		/* nothing to leave: the key's state is not touched either */
@@ -251,28 +362,23 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 		return false;
 	}
 
-	rl_target_resolve(&target, NULL);
-	(void) rl_adjust(&target, RL_ADJUST_PENALIZE, 0, 0);
-	before = target;
-	/* a memory limit's refunds in this transaction counted, capped */
-	held = rl_adjust(&before, RL_ADJUST_REFUND, 0, 0).value;
-	if (!rl_storage_assign(name, target.key, plan))
+	held = leave_policy(&target);
+	if (!rl_storage_assign(name, target.key, plan, own_zone))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("plan \"%s\" of rate limit \"%s\" does not exist",
 						text_to_cstring(plan), text_to_cstring(name)),
 				 errhint("Create it with rl_plan() first.")));
-
-	rl_target_resolve(&target, NULL);
-	(void) rl_adjust(&target, RL_ADJUST_MOVE, held, 0);
+	enter_policy(&target, held);
 	rl_storage_end();
 	return true;
 }
 
 /*
- * rl_assign(name, key, plan): assign one key of a defined rate limit to a
- * plan, replacing its plan or its override; it keeps what it has left, at
- * most the plan's capacity.
+ * rl_assign(name, key, plan, time_zone): assign one key of a defined rate
+ * limit to a plan, with a time zone of its own or the plan's (NULL),
+ * replacing its plan or its override; it keeps what it has left, at most
+ * the plan's capacity.
  */
 Datum
 rl_assign(PG_FUNCTION_ARGS)
@@ -283,8 +389,8 @@ rl_assign(PG_FUNCTION_ARGS)
 
 /*
  * rl_unassign(name, key): take a key off its plan; it follows the
- * definition again, keeping what it has left, at most its capacity.  False when it had no plan
- * (an override of its own stays).
+ * definition again, keeping what it has left, at most its capacity.  False
+ * when it had no plan (an override of its own stays).
  */
 Datum
 rl_unassign(PG_FUNCTION_ARGS)

@@ -711,7 +711,7 @@ rl_storage_delete_definition(text *name)
 /*
  * Run one rare statement, planned when it runs (storage_access.c,
  * storage_overrides.c), on tables of the schema of relid: each %s of fmt
- * spells that schema.  fresh: with a new snapshot, as definitions are
+ * (three at most) spells that schema.  fresh: with a new snapshot, as definitions are
  * read.  SPI_tuptable holds its rows; returns how many it returned or
  * changed.
  */
@@ -721,7 +721,7 @@ rl_storage_run_once(Oid relid, const char *fmt, int nargs, Oid *types,
 {
 	const char *schema =
 		quote_identifier(get_namespace_name(get_rel_namespace(relid)));
-	char	   *sql = psprintf(fmt, schema, schema);
+	char	   *sql = psprintf(fmt, schema, schema, schema);
 	SPIPlanPtr	plan;
 	Snapshot	latest = InvalidSnapshot;
 	int			rc;

@@ -106,7 +106,9 @@ extern bool rl_storage_delete_override(text *name, text *key);
 extern void rl_storage_delete_name_overrides(text *name);
 extern bool rl_storage_delete_plan(text *name, text *plan, int64 *assigned);
 extern bool rl_storage_lock_assignments(text *name, text *key);
-extern bool rl_storage_assign(text *name, text *key, text *plan);
+extern bool rl_storage_assign(text *name, text *key, text *plan,
+							  text *zone);
+extern int64 rl_storage_plan_zone_movers(text *name, text *plan, text *zone);
 extern Oid	rl_storage_access_relid(void);
 extern int	rl_storage_get_access(text *name, text *address,
 								  MemoryContext cxt,

@@ -24,6 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "calendar.h"
 #include "policy.h"
 #include "storage.h"
 
@@ -37,7 +38,7 @@ static uint64
 run_overrides(const char *fmt, int nargs, Oid *types, Datum *args,
 			  const char *nulls, bool fresh, int expected)
 {
-	Oid			text_types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Oid			text_types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 
 	return rl_storage_run_once(rl_storage_overrides_relid(), fmt, nargs,
 							   types ? types : text_types, args, nulls, fresh,
@@ -70,7 +71,8 @@ rl_storage_get_override(text *name, text *key, RlPolicy *policy)
 
 	if (run_overrides("SELECT COALESCE(o.rate, p.rate), COALESCE(o.period, p.period),"
 					  " COALESCE(o.capacity, p.capacity),"
-					  " COALESCE(o.max_reserved, p.max_reserved)"
+					  " COALESCE(o.max_reserved, p.max_reserved),"
+					  " COALESCE(o.time_zone, p.time_zone)"
 					  " FROM ONLY %s.rl_overrides o LEFT JOIN ONLY %s.rl_plans p"
 					  " ON p.name" EQ "o.name AND p.plan" EQ "o.plan"
 					  " WHERE o.name" EQ "$1 AND o.key" EQ "$2",
@@ -95,37 +97,82 @@ rl_storage_get_override(text *name, text *key, RlPolicy *policy)
 	policy->capacity = DatumGetFloat8(d);
 	policy->has_max_reserved = column(4, &d);
 	policy->max_reserved = policy->has_max_reserved ? DatumGetFloat8(d) : 0;
+	/* a zone of its own (a customer's midnight): a calendar limit's only */
+	if (column(5, &d))
+	{
+		if (policy->calendar.unit == RL_CALENDAR_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a key of a limit without a time_zone cannot have one"),
+					 errdetail("Key \"%s\" of rate limit \"%s\" has one of its own or of its plan.",
+							   text_to_cstring(key), text_to_cstring(name))));
+		rl_calendar_init(&policy->calendar, policy->calendar.unit,
+						 TextDatumGetCString(d));
+	}
 	return true;
 }
 
 /*
- * Create or replace an override (name, key and four numbers, checked), or
- * with plan a plan (name, plan and the numbers).  An override replaces the
- * key's assignment to a plan.
+ * Create or replace an override (name, key, four numbers and a time zone,
+ * checked), or with plan a plan (name, plan, the numbers and the zone).
+ * An override replaces the key's assignment to a plan.
  */
 void
 rl_storage_put_override(Datum *values, bool *nulls, bool plan)
 {
-	Oid			types[6] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID,
-	FLOAT8OID};
-	char		argnulls[6];
+	Oid			types[7] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID,
+	FLOAT8OID, TEXTOID};
+	char		argnulls[7];
 
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		argnulls[i] = nulls[i] ? 'n' : ' ';
 	run_overrides(plan ?
 				  "INSERT INTO %s.rl_plans AS p"
-				  " (name, plan, rate, period, capacity, max_reserved)"
-				  " VALUES ($1, $2, $3, $4, $5, $6)"
+				  " (name, plan, rate, period, capacity, max_reserved, time_zone)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7)"
 				  " ON CONFLICT (name, plan) DO UPDATE SET rate = excluded.rate,"
 				  " period = excluded.period, capacity = excluded.capacity,"
-				  " max_reserved = excluded.max_reserved" :
+				  " max_reserved = excluded.max_reserved,"
+				  " time_zone = excluded.time_zone" :
 				  "INSERT INTO %s.rl_overrides AS o"
-				  " (name, key, rate, period, capacity, max_reserved)"
-				  " VALUES ($1, $2, $3, $4, $5, $6)"
+				  " (name, key, rate, period, capacity, max_reserved, time_zone)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7)"
 				  " ON CONFLICT (name, key) DO UPDATE SET rate = excluded.rate,"
 				  " period = excluded.period, capacity = excluded.capacity,"
-				  " max_reserved = excluded.max_reserved, plan = excluded.plan",
-				  6, types, values, argnulls, false, SPI_OK_INSERT);
+				  " max_reserved = excluded.max_reserved, plan = excluded.plan,"
+				  " time_zone = excluded.time_zone",
+				  7, types, values, argnulls, false, SPI_OK_INSERT);
+}
+
+/*
+ * Before a plan's time zone becomes zone (NULL: the definition's): how
+ * many keys that change would move to other windows, those assigned to
+ * the plan with no zone of their own, when the plan exists and its zone
+ * differs; 0 otherwise.  The definition's row is locked first, as for a
+ * key's move (rl_storage_lock_assignments), so no key is assigned to the
+ * plan meanwhile.
+ */
+int64
+rl_storage_plan_zone_movers(text *name, text *plan, text *zone)
+{
+	Datum		args[3] = {PointerGetDatum(name), PointerGetDatum(plan),
+	PointerGetDatum(zone)};
+	Datum		d;
+
+	run_overrides("SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
+				  " FOR NO KEY UPDATE", 1, NULL, args, NULL, false,
+				  SPI_OK_SELECT);
+	if (run_overrides("SELECT count(o.key) FROM ONLY %s.rl_plans p"
+					  " JOIN ONLY %s.rl_definitions d ON d.name" EQ "p.name"
+					  " LEFT JOIN ONLY %s.rl_overrides o ON o.name" EQ "p.name"
+					  " AND o.plan" EQ "p.plan AND o.time_zone IS NULL"
+					  " WHERE p.name" EQ "$1 AND p.plan" EQ "$2"
+					  " AND COALESCE(p.time_zone, d.time_zone) IS DISTINCT FROM"
+					  " COALESCE($3, d.time_zone)",
+					  3, NULL, args, zone ? NULL : "  n", false,
+					  SPI_OK_SELECT) == 0 || !column(1, &d))
+		return 0;
+	return DatumGetInt64(d);
 }
 
 /* Delete an override (not an assignment); false when there was none. */
@@ -193,14 +240,15 @@ rl_storage_lock_assignments(text *name, text *key)
 }
 
 /*
- * Assign a key to a plan, replacing its plan or override (false when there
- * is no such plan), or with plan NULL take it off its plan.
+ * Assign a key to a plan, with a time zone of its own or none (NULL),
+ * replacing its plan or override (false when there is no such plan), or
+ * with plan NULL take it off its plan.
  */
 bool
-rl_storage_assign(text *name, text *key, text *plan)
+rl_storage_assign(text *name, text *key, text *plan, text *zone)
 {
-	Datum		args[3] = {PointerGetDatum(name), PointerGetDatum(key),
-	PointerGetDatum(plan)};
+	Datum		args[4] = {PointerGetDatum(name), PointerGetDatum(key),
+	PointerGetDatum(plan), PointerGetDatum(zone)};
 
 	if (plan == NULL)
 		return run_overrides("DELETE FROM ONLY %s.rl_overrides"
@@ -208,11 +256,13 @@ rl_storage_assign(text *name, text *key, text *plan)
 							 " AND plan IS NOT NULL",
 							 2, NULL, args, NULL, false, SPI_OK_DELETE) > 0;
 	/* the plan must exist; the foreign key keeps it while assigned */
-	return run_overrides("INSERT INTO %s.rl_overrides AS o (name, key, plan)"
-						 " SELECT p.name, $2, p.plan FROM ONLY %s.rl_plans p"
+	return run_overrides("INSERT INTO %s.rl_overrides AS o"
+						 " (name, key, plan, time_zone)"
+						 " SELECT p.name, $2, p.plan, $4 FROM ONLY %s.rl_plans p"
 						 " WHERE p.name" EQ "$1 AND p.plan" EQ "$3"
 						 " ON CONFLICT (name, key) DO UPDATE SET rate = NULL,"
 						 " period = NULL, capacity = NULL, max_reserved = NULL,"
-						 " plan = excluded.plan",
-						 3, NULL, args, NULL, false, SPI_OK_INSERT) > 0;
+						 " plan = excluded.plan, time_zone = excluded.time_zone",
+						 4, NULL, args, zone ? NULL : "   n", false,
+						 SPI_OK_INSERT) > 0;
 }
