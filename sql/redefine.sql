@@ -47,3 +47,15 @@ SELECT value AS before FROM rl_value('rs', 'k');
 SELECT rl_define('rs', 'token bucket', 16, '1 hour', shards => 4);
 SELECT value AS after FROM rl_value('rs', 'k');
 SELECT rl_undefine('rs');
+
+-- 3. a calendar limit's time_zone changed: its windows move.  100 used
+-- in UTC's day by 12:00; New York's day began at 05:00 UTC, after the
+-- stored window (00:00 UTC), so the key starts that day full
+SET ratelimit.now_override = '2026-01-01 12:00:00+00';
+SELECT rl_define('rz', 'fixed window', 100, '1 day', time_zone => 'UTC');
+SELECT ok FROM rl_limit('rz', 'k', 100);
+SELECT ok FROM rl_limit('rz', 'k');
+SELECT rl_define('rz', 'fixed window', 100, '1 day',
+	time_zone => 'America/New_York');
+SELECT ok, remaining FROM rl_limit('rz', 'k');
+SELECT rl_undefine('rz');
