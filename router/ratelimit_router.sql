@@ -197,13 +197,13 @@ COMMENT ON FUNCTION rl_undefine(text) IS
 -- the partition count moves the key.
 CREATE FUNCTION rl_override(name text, key text, rate float8,
 	period interval DEFAULT NULL, capacity float8 DEFAULT NULL,
-	max_reserved float8 DEFAULT NULL)
+	max_reserved float8 DEFAULT NULL, time_zone text DEFAULT NULL)
 RETURNS SETOF boolean LANGUAGE plproxy AS $$
 	CLUSTER 'ratelimit';
 	RUN ON ALL;
-	SELECT true AS rl_override FROM rl_override(name, key, rate, period, capacity, max_reserved);
+	SELECT true AS rl_override FROM rl_override(name, key, rate, period, capacity, max_reserved, time_zone);
 $$;
-COMMENT ON FUNCTION rl_override(text, text, float8, interval, float8, float8) IS
+COMMENT ON FUNCTION rl_override(text, text, float8, interval, float8, float8, text) IS
 	'create or replace the override of one key of a named rate limit on every partition; a row per partition';
 
 CREATE FUNCTION rl_unoverride(name text, key text)
@@ -288,7 +288,7 @@ COMMENT ON FUNCTION rl_sliding_window(float8, interval, timestamptz, text) IS
 REVOKE ALL ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_define_each(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_undefine(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION rl_override(text, text, float8, interval, float8, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rl_override(text, text, float8, interval, float8, float8, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_unoverride(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_allow(text, cidr, timestamptz, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rl_deny(text, cidr, timestamptz, text) FROM PUBLIC;

@@ -180,6 +180,14 @@ is(on_each(q{SELECT coalesce(string_agg(capacity || ':' || value, ','), '-') FRO
 is(query($proxy, q{SELECT count(*) FILTER (WHERE NOT r) FROM rl_unoverride('api', 'vip') r}),
 	$nparts, 'a second rl_unoverride answers false once per partition');
 
+# A key's own time zone on a calendar limit reaches every partition too.
+query($proxy, q{SELECT count(*) FROM rl_define('daily', 'fixed window', 10, '1 day', time_zone => 'UTC')});
+is(query($proxy, q{SELECT count(*) FROM rl_override('daily', 'cust', 10, time_zone => 'Asia/Tokyo')}),
+	$nparts, 'rl_override with a time zone answers once per partition');
+is(on_each(q{SELECT string_agg(key || ':' || time_zone, ' ') FROM rl_overrides WHERE name = 'daily'}),
+	join(' | ', ('cust:Asia/Tokyo') x $nparts), 'every partition has the key\'s zone');
+query($proxy, q{SELECT count(*) FROM rl_undefine('daily')});
+
 # Sliding windows: the constructor is the extension's, and the window
 # counts on the key's partition.
 is(query($proxy, q{SELECT rl_sliding_window(3, '1 hour', '2026-01-01', 'memory')}),
