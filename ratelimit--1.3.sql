@@ -611,7 +611,7 @@ CREATE FUNCTION @extschema@.rl_status_row(
 	OUT reset_after interval,
 	OUT idle boolean)
 AS 'MODULE_PATHNAME', 'rl_status_row'
-LANGUAGE C VOLATILE STRICT;
+LANGUAGE C VOLATILE STRICT SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz, float8) IS
 	'one state row (stored key, '''' for NULL; stored_prev NaN for NULL) brought forward to now under a policy; used by the view rl_status';
 REVOKE ALL ON FUNCTION @extschema@.rl_status_row(@extschema@.rl_policy, text, text, float8, timestamptz, float8) FROM PUBLIC;

@@ -330,3 +330,41 @@ SELECT name, key, plan FROM rl_overrides
 WHERE name IN ('api', 'api_m', 'tb', 'tb_m', 'cal') ORDER BY name, key;
 SELECT rl_undefine('api'), rl_undefine('tb'), rl_undefine('tb_m'),
 	rl_undefine('cal'), rl_undefine('slots');
+
+-- an override replacing a plan is a move too: a key on a slow plan (1 an
+-- hour), emptied, idle an hour, then an override of 100 an hour and back
+-- to the slow plan: the hour counts at the slow plan's rate (1), not the
+-- override's (100)
+SET ratelimit.now_override = '2026-01-01 12:00:00+00';
+SELECT rl_define(n, 'token bucket', 100, '1 hour', storage => s)
+FROM (VALUES ('hop', 'table'), ('hop_m', 'memory')) v(n, s);
+SELECT n, rl_plan(n, 'slow', 1, '1 hour', 100)
+FROM unnest(ARRAY['hop', 'hop_m']) n;
+SELECT n, rl_assign(n, 'k', 'slow') FROM unnest(ARRAY['hop', 'hop_m']) n;
+SELECT n, (rl_limit(n, 'k', 100)).ok FROM unnest(ARRAY['hop', 'hop_m']) n;
+SET ratelimit.now_override = '2026-01-01 13:00:00+00';
+SELECT n, rl_override(n, 'k', 100, '1 hour'), rl_assign(n, 'k', 'slow')
+FROM unnest(ARRAY['hop', 'hop_m']) n;
+SELECT n, value FROM unnest(ARRAY['hop', 'hop_m']) n, rl_value(n, 'k');
+
+-- a sliding window: what a call could take (the current window's value
+-- less the previous window's weighted count) is what a move keeps, so a
+-- plan of another period cannot forget the previous window.  100 an hour,
+-- all used in the previous hour; at 12:01 a call could take 1.67; a hop
+-- to 100 a minute and back at that instant leaves 1.67, not 100
+SET ratelimit.now_override = '2026-01-01 11:30:00+00';
+SELECT rl_define(n, 'sliding window', 100, '1 hour', start => '2026-01-01',
+	storage => s)
+FROM (VALUES ('sl', 'table'), ('sl_m', 'memory')) v(n, s);
+SELECT n, rl_plan(n, 'minute', 100, '1 minute')
+FROM unnest(ARRAY['sl', 'sl_m']) n;
+SELECT n, (rl_limit(n, 'k', 100)).ok FROM unnest(ARRAY['sl', 'sl_m']) n;
+SET ratelimit.now_override = '2026-01-01 12:01:00+00';
+SELECT n, round(value::numeric, 2) FROM unnest(ARRAY['sl', 'sl_m']) n,
+	rl_value(n, 'k');
+SELECT n, rl_assign(n, 'k', 'minute'), rl_unassign(n, 'k')
+FROM unnest(ARRAY['sl', 'sl_m']) n;
+SELECT n, round(value::numeric, 2) FROM unnest(ARRAY['sl', 'sl_m']) n,
+	rl_value(n, 'k');
+SELECT n, ok FROM unnest(ARRAY['sl', 'sl_m']) n, rl_limit(n, 'k', 2);
+SELECT n, rl_undefine(n) FROM unnest(ARRAY['hop', 'hop_m', 'sl', 'sl_m']) n;

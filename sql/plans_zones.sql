@@ -32,32 +32,78 @@ SET ratelimit.now_override = '2026-01-02 05:00:00+00';
 SELECT n, ok, remaining FROM unnest(ARRAY['day', 'day_m']) n,
 	rl_limit(n, 'c1');
 
--- Tokyo's day began at 15:00 UTC yesterday and ends at 15:00 UTC today.
--- 40 used today in UTC, moved to Tokyo: the 60 left until Tokyo's
--- midnight, then Tokyo's 100
+-- Tokyo's day began at 15:00 UTC yesterday and ends at 15:00 UTC today,
+-- before UTC's.  40 used today in UTC, moved to Tokyo: a refill at
+-- Tokyo's midnight would start a second day inside UTC's, so the key
+-- waits for it (one day's rate below the 60 it had left: -40), then has
+-- those 60 for Tokyo's whole day
 SET ratelimit.now_override = '2026-01-01 12:00:00+00';
 SELECT n, (rl_limit(n, 'c2', 40)).ok FROM unnest(ARRAY['day', 'day_m']) n;
 SELECT n, rl_assign(n, 'c2', 'tokyo') FROM unnest(ARRAY['day', 'day_m']) n;
-SELECT n, ok, remaining FROM unnest(ARRAY['day', 'day_m']) n,
-	rl_check(n, 'c2');
+SELECT n, value, ok, retry_after FROM unnest(ARRAY['day', 'day_m']) n,
+	rl_value(n, 'c2'), rl_check(n, 'c2');
+SET ratelimit.now_override = '2026-01-01 15:00:00+00';
 SELECT n, ok FROM unnest(ARRAY['day', 'day_m']) n, rl_limit(n, 'c2', 61);
 SELECT n, ok, remaining, reset_after FROM unnest(ARRAY['day', 'day_m']) n,
 	rl_limit(n, 'c2', 60);
-SET ratelimit.now_override = '2026-01-01 15:00:00+00';
+SET ratelimit.now_override = '2026-01-02 15:00:00+00';
 SELECT n, ok, remaining FROM unnest(ARRAY['day', 'day_m']) n,
 	rl_limit(n, 'c2', 100);
 
--- back to the definition's zone (rl_unassign): 30 used in Tokyo's day,
--- which began at 15:00 UTC yesterday; UTC's day began later, at 00:00,
--- yet the key keeps the 70 it has left until UTC's midnight, not a fresh
--- 100
-SET ratelimit.now_override = '2026-01-01 12:00:00+00';
-SELECT n, rl_unassign(n, 'c3') FROM unnest(ARRAY['day', 'day_m']) n;
+-- the other way, after Tokyo's midnight: Tokyo's day (from 15:00 UTC)
+-- ends after UTC's, so a key moved there keeps what it has; 30 used
+-- there, then back to the definition's UTC (rl_unassign), whose day ends
+-- first: the key waits for UTC's midnight, then has the 70 left
+SET ratelimit.now_override = '2026-01-01 16:00:00+00';
 SELECT n, rl_assign(n, 'c3', 'tokyo') FROM unnest(ARRAY['day', 'day_m']) n;
 SELECT n, (rl_limit(n, 'c3', 30)).ok FROM unnest(ARRAY['day', 'day_m']) n;
 SELECT n, rl_unassign(n, 'c3') FROM unnest(ARRAY['day', 'day_m']) n;
-SELECT n, ok, remaining, reset_after FROM unnest(ARRAY['day', 'day_m']) n,
+SELECT n, ok, retry_after FROM unnest(ARRAY['day', 'day_m']) n,
 	rl_check(n, 'c3');
+SET ratelimit.now_override = '2026-01-02 00:00:00+00';
+SELECT n, ok FROM unnest(ARRAY['day', 'day_m']) n, rl_limit(n, 'c3', 71);
+SELECT n, ok, remaining FROM unnest(ARRAY['day', 'day_m']) n,
+	rl_limit(n, 'c3', 70);
+
+-- hopping gains nothing: every hour from 12:00 on, to the zone where it
+-- is then 23:00 (Etc/GMT-11 is UTC+11), so a midnight comes every hour.
+-- 100 used at 11:00 in UTC; the hops of a whole day give nothing, where
+-- a fresh day per hop would give 100 each: every early midnight only
+-- brings the key back to what it had (0)
+SET ratelimit.now_override = '2026-01-01 11:00:00+00';
+SELECT n, (rl_limit(n, 'c8', 100)).ok FROM unnest(ARRAY['day', 'day_m']) n;
+CREATE TEMP TABLE hop_grants (n text, granted float8);
+DO $$
+DECLARE
+	t timestamptz;
+	hours int;
+	zone text;
+BEGIN
+	FOR h IN 0 .. 23 LOOP
+		t := '2026-01-01 12:00:00+00'::timestamptz + make_interval(hours => h);
+		hours := 23 - extract(hour FROM t AT TIME ZONE 'UTC')::int;
+		IF hours > 14 THEN
+			hours := hours - 24;
+		END IF;
+		zone := CASE WHEN hours = 0 THEN 'UTC'
+			WHEN hours > 0 THEN 'Etc/GMT-' || hours
+			ELSE 'Etc/GMT+' || -hours END;
+		PERFORM set_config('ratelimit.now_override', t::text, false);
+		PERFORM rl_assign(n, 'c8', 'utc', time_zone => zone)
+		FROM unnest(ARRAY['day', 'day_m']) n;
+		INSERT INTO hop_grants
+		SELECT n, (rl_limit(n, 'c8', 100, partial => true)).granted
+		FROM unnest(ARRAY['day', 'day_m']) n;
+		PERFORM set_config('ratelimit.now_override',
+						   (t + interval '59 minutes 59 seconds')::text, false);
+		INSERT INTO hop_grants
+		SELECT n, (rl_limit(n, 'c8', 100, partial => true)).granted
+		FROM unnest(ARRAY['day', 'day_m']) n;
+	END LOOP;
+END
+$$;
+SELECT n, sum(granted) AS granted_in_a_day FROM hop_grants GROUP BY n
+ORDER BY n;
 
 -- a key's own zone on a plan (rl_assign's time_zone) and on an override
 -- of its own: the same rule.  The utc plan, 100 used, then the plan with
@@ -74,9 +120,11 @@ WHERE name IN ('day', 'day_m') AND key = 'c4' ORDER BY name;
 SELECT name, key, plan, time_zone, remaining FROM rl_status
 WHERE name = 'day' AND key = 'c4';
 -- an override of 50 a day in UTC, 20 used, then the same numbers in New
--- York (rl_override again): the 30 left, not a fresh 50.  Another key's
--- override in Tokyo, 20 used, then none (rl_unoverride: the definition's
--- UTC): the 30 left, not a fresh 100
+-- York (rl_override again), whose day ends after UTC's: the 30 left, not
+-- a fresh 50.  Another key's override in Tokyo after Tokyo's midnight, 20
+-- used, then none (rl_unoverride: the definition's UTC, whose day ends
+-- first): it waits for UTC's midnight (one day's rate below its 30: -70)
+SET ratelimit.now_override = '2026-01-01 16:00:00+00';
 SELECT n, rl_override(n, 'c5', 50, time_zone => 'UTC'),
 	rl_override(n, 'c7', 50, time_zone => 'Asia/Tokyo')
 FROM unnest(ARRAY['day', 'day_m']) n;
@@ -85,10 +133,10 @@ FROM unnest(ARRAY['day', 'day_m']) n;
 SELECT n, rl_override(n, 'c5', 50, time_zone => 'America/New_York'),
 	rl_unoverride(n, 'c7')
 FROM unnest(ARRAY['day', 'day_m']) n;
-SELECT n, c5.remaining, c7.remaining FROM unnest(ARRAY['day', 'day_m']) n,
-	rl_check(n, 'c5') c5, rl_check(n, 'c7') c7;
--- another number, same zone: no move, the state is read under the new
--- numbers (as any override change)
+SELECT n, c5.value, c7.value FROM unnest(ARRAY['day', 'day_m']) n,
+	rl_value(n, 'c5') c5, rl_value(n, 'c7') c7;
+-- another number, same zone: a key with an override moves too (it keeps
+-- the 30 it has, at most the new capacity)
 SELECT n, rl_override(n, 'c5', 200, time_zone => 'America/New_York')
 FROM unnest(ARRAY['day', 'day_m']) n;
 SELECT n, remaining FROM unnest(ARRAY['day', 'day_m']) n, rl_check(n, 'c5');

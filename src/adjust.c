@@ -107,25 +107,41 @@ rl_penalize_state(const RlPolicy *policy, int64_t origin,
 }
 
 /*
- * A row moved to another policy (a key's plan changed), from its state
- * brought forward to now under the old one, where it held held: it keeps
- * what it held, at most the new capacity, and gains nothing for the time
- * before now (brought forward under policy, then taken back to held, so
- * a window that policy would start earlier gives nothing).  A negative
+ * A row moved to another policy (a key's plan or time zone changed), from
+ * its state brought forward to now under the old one, where a call could
+ * take held and the window ended at until (0: not a fixed window): what a
+ * call can take stays at most held, and the row gains nothing for the
+ * time before now (brought forward under policy, then taken back, so a
+ * window that policy would start earlier gives nothing).  For a sliding
+ * window that is its value less the previous window's weighted count, so
+ * a policy of another period cannot forget what the previous window took.
+ * A calendar window that ends before until (another time zone's day ends
+ * sooner) would refill the row early: it then holds one window's rate
+ * less, so that refill brings it back to held, and no move ever makes a
+ * key's days start closer together than its old day was long.  A negative
  * value (a debt, a reservation) stays; a blocked row is not touched.
  */
 RlStatus
 rl_move_state(const RlPolicy *policy, int64_t origin, const RlState *state,
-			  int64_t now, double held, RlState *out)
+			  int64_t now, double held, int64_t until, RlState *out)
 {
 	RlStatus	status = current_state(policy, origin, state, now, out);
+	int64_t		end;
+	double		excess;
 
 	if (status != RL_DECIDED)
 		return status;
 	if (state != NULL && rl_state_is_blocked(policy, origin, *state, now))
+	{
 		*out = *state;
-	else
-		out->value = fmin(out->value, held);
+		return RL_DECIDED;
+	}
+	end = rl_window_end(policy, origin, now);
+	if (until > 0 && rl_is_calendar(policy) && end > 0 && end < until)
+		held -= policy->rate;
+	excess = rl_available(policy, origin, *out, now) - held;
+	if (excess > 0)
+		out->value -= excess;
 	return RL_DECIDED;
 }
 

@@ -201,6 +201,8 @@ extern int64_t rl_window_origin(const RlPolicy *policy, const char *name,
 								size_t name_len, const char *key,
 								size_t key_len, bool key_is_null);
 extern int64_t rl_window_start(int64_t t, int64_t origin, int64_t period);
+extern int64_t rl_window_end(const RlPolicy *policy, int64_t origin,
+							 int64_t t);
 extern int64_t rl_window_length(const RlPolicy *policy, int64_t origin,
 								int64_t t);
 
@@ -242,7 +244,7 @@ extern RlStatus rl_penalize_state(const RlPolicy *policy, int64_t origin,
 								  double count, RlState *out);
 extern RlStatus rl_move_state(const RlPolicy *policy, int64_t origin,
 							  const RlState *state, int64_t now, double held,
-							  RlState *out);
+							  int64_t until, RlState *out);
 extern double rl_offence_score(const RlPolicy *policy, RlState state,
 							   int64_t t);
 extern int64_t rl_escalated_block_for(const RlPolicy *policy,

@@ -21,6 +21,7 @@
 
 #include "algebra.h"
 #include "calendar.h"
+#include "clock.h"
 #include "definitions.h"
 #include "functions.h"
 #include "limit.h"
@@ -129,26 +130,40 @@ own_numbers(FunctionCallInfo fcinfo, text *name, bool plan, Datum *values,
 	values[5] = Float8GetDatum(policy.max_reserved);
 }
 
+/* What a key holds as it leaves a policy (leave_policy, enter_policy). */
+typedef struct KeyHeld
+{
+	double		held;			/* what a call could take */
+	int64		until;			/* a fixed window's end (else 0) */
+} KeyHeld;
+
 /*
  * The first half of a key's move to another policy: its state brought to
  * now under the policy it has (a table limit's row is then held until the
  * transaction ends), so the time since its last call refills at the old
- * rate; returns what it then holds.  A memory key, which is not held, is
- * read under the old policy here, with the refunds this transaction gives
- * it at commit (capped at the old capacity, as if they came first), and
- * capped under its partition later: a take in between only lowers what it
- * keeps.
+ * rate; returns what a call could then take and, for a fixed window, when
+ * its window ends.  A memory key, which is not held, is read under the
+ * old policy here, with the refunds this transaction gives it at commit
+ * (capped at the old capacity, as if they came first), and capped under
+ * its partition later: a take in between only lowers what it keeps.
  */
-static double
+static KeyHeld
 leave_policy(RlTarget *target)
 {
 	RlTarget	before;
+	RlState		state;
+	TimestampTz now;
+	KeyHeld		out;
 
 	rl_target_resolve(target, NULL);
 	(void) rl_adjust(target, RL_ADJUST_PENALIZE, 0, 0);
 	before = *target;
 	/* a memory limit's refunds in this transaction counted, capped */
-	return rl_adjust(&before, RL_ADJUST_REFUND, 0, 0).value;
+	state = rl_adjust(&before, RL_ADJUST_REFUND, 0, 0);
+	now = rl_clock_now();
+	out.held = rl_available(&before.policy, before.origin, state, now);
+	out.until = rl_window_end(&before.policy, before.origin, now);
+	return out;
 }
 
 /*
@@ -156,46 +171,50 @@ leave_policy(RlTarget *target)
  * shard) keeps what it held, at most its share of the new capacity, and
  * gains nothing for the time before the move (rl_move_state).  So a move
  * never gives tokens, however often a key hops between policies that
- * refill at different speeds, or between time zones whose windows start
- * at other times; a debt stays, and a blocked key stays blocked.
+ * refill at different speeds or count sliding windows of other periods; a
+ * move to a time zone whose day ends sooner starts the key one day's rate
+ * below what it held, so it refills no sooner than its old day ended; a
+ * debt stays, and a blocked key stays blocked.
  */
 static void
-enter_policy(RlTarget *target, double held)
+enter_policy(RlTarget *target, KeyHeld held)
 {
 	rl_target_resolve(target, NULL);
-	(void) rl_adjust(target, RL_ADJUST_MOVE, held, 0);
+	(void) rl_adjust(target, RL_ADJUST_MOVE, held.held, held.until);
 }
 
 /*
  * Write the override of target's key (values and nulls as
  * rl_storage_put_override takes them), or drop it (values NULL): false
- * when there was none to drop.  Other numbers take effect at the key's
- * next call, its state kept.  A key of a calendar limit that this puts in
- * another time zone moves as a change of plan moves it (leave_policy,
- * enter_policy): in the new zone's current window it has what it had
- * left, never a fresh window.
+ * when there was none to drop.  A key that follows the definition takes
+ * its first override as a redefinition: its state is kept and read under
+ * the new numbers from its next call.  A key that has an override or a
+ * plan, or whose time zone this changes, moves as on a change of plan
+ * (leave_policy, enter_policy): the time up to now counts at the old
+ * numbers, and it keeps what it has left, at most the new capacity.  So
+ * hopping between overrides, plans and zones never gives a key more.
  */
 static bool
 write_override(RlTarget *target, Datum *values, bool *nulls)
 {
 	RlPolicy	definition = overridable(target->name);
-	bool		moving = false;
-	double		held = 0;
+	RlKeyPolicy has = rl_storage_lock_assignments(target->name, target->key);
+	bool		moving = has != RL_KEY_DEFINITION;
+	KeyHeld		held = {0, 0};
 	bool		found = true;
 
-	if (definition.calendar.unit != RL_CALENDAR_NONE &&
-		!(rl_storage_lock_assignments(target->name, target->key) &&
-		  values == NULL))
+	if (values == NULL && has != RL_KEY_OVERRIDE)
+		return false;			/* no override to drop: nothing changes */
+	if (!moving && definition.calendar.unit != RL_CALENDAR_NONE &&
+		!nulls[6])
 	{
-		/* (a key on a plan has no override to drop) */
+		/* the definition's zone, or another */
 		rl_target_resolve(target, NULL);
 		moving = strcmp(rl_calendar_zone_name(&target->policy.calendar),
-						values && !nulls[6] ?
-						TextDatumGetCString(values[6]) :
-						rl_calendar_zone_name(&definition.calendar)) != 0;
-		if (moving)
-			held = leave_policy(target);
+						TextDatumGetCString(values[6])) != 0;
 	}
+	if (moving)
+		held = leave_policy(target);
 	if (values)
 		rl_storage_put_override(values, nulls, false);
 	else
@@ -347,7 +366,7 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 	RlPolicy	definition;
 	Datum		zone;
 	text	   *own_zone = NULL;
-	double		held;
+	KeyHeld		held;
 
 	rl_require_arg(fcinfo, 1, "key");
 	rl_target_init(&target, name, PG_GETARG_TEXT_PP(1));
@@ -355,7 +374,8 @@ change_plan(FunctionCallInfo fcinfo, text *plan, const char *cmdname)
 	definition = overridable(name);
 	if (plan != NULL && zone_arg(fcinfo, 3, &definition, &zone))
 		own_zone = DatumGetTextPP(zone);
-	if (!rl_storage_lock_assignments(name, target.key) && plan == NULL)
+	if (rl_storage_lock_assignments(name, target.key) != RL_KEY_PLAN &&
+		plan == NULL)
 	{
 		/* nothing to leave: the key's state is not touched either */
 		rl_storage_end();

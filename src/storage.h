@@ -105,7 +105,15 @@ extern void rl_storage_put_override(Datum *values, bool *nulls, bool plan);
 extern bool rl_storage_delete_override(text *name, text *key);
 extern void rl_storage_delete_name_overrides(text *name);
 extern bool rl_storage_delete_plan(text *name, text *plan, int64 *assigned);
-extern bool rl_storage_lock_assignments(text *name, text *key);
+/* What policy a key has (rl_storage_lock_assignments). */
+typedef enum RlKeyPolicy
+{
+	RL_KEY_DEFINITION,			/* none of its own */
+	RL_KEY_PLAN,				/* a plan's (rl_assign) */
+	RL_KEY_OVERRIDE				/* an override's (rl_override) */
+} RlKeyPolicy;
+
+extern RlKeyPolicy rl_storage_lock_assignments(text *name, text *key);
 extern bool rl_storage_assign(text *name, text *key, text *plan,
 							  text *zone);
 extern int64 rl_storage_plan_zone_movers(text *name, text *plan, text *zone);

@@ -150,7 +150,8 @@ rl_storage_put_override(Datum *values, bool *nulls, bool plan)
  * the plan with no zone of their own, when the plan exists and its zone
  * differs; 0 otherwise.  The definition's row is locked first, as for a
  * key's move (rl_storage_lock_assignments), so no key is assigned to the
- * plan meanwhile.
+ * plan meanwhile, and the keys are counted with a fresh snapshot, so an
+ * assignment committed since a repeatable read transaction began counts.
  */
 int64
 rl_storage_plan_zone_movers(text *name, text *plan, text *zone)
@@ -169,7 +170,7 @@ rl_storage_plan_zone_movers(text *name, text *plan, text *zone)
 					  " WHERE p.name" EQ "$1 AND p.plan" EQ "$2"
 					  " AND COALESCE(p.time_zone, d.time_zone) IS DISTINCT FROM"
 					  " COALESCE($3, d.time_zone)",
-					  3, NULL, args, zone ? NULL : "  n", false,
+					  3, NULL, args, zone ? NULL : "  n", true,
 					  SPI_OK_SELECT) == 0 || !column(1, &d))
 		return 0;
 	return DatumGetInt64(d);
@@ -224,19 +225,24 @@ rl_storage_delete_plan(text *name, text *plan, int64 *assigned)
  * Lock a name's definition row until the transaction ends, so that the
  * assignments of its keys change one at a time (rl_assign reads the policy
  * it replaces); calls read the row without a lock, and are not held up.
- * Then whether key is assigned to a plan.
+ * Then what policy key has, read with a fresh snapshot (the lock may have
+ * waited for a change committed since the transaction's snapshot).
  */
-bool
+RlKeyPolicy
 rl_storage_lock_assignments(text *name, text *key)
 {
 	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+	Datum		d;
 
 	run_overrides("SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
 				  " FOR NO KEY UPDATE", 1, NULL, args, NULL, false,
 				  SPI_OK_SELECT);
-	return run_overrides("SELECT FROM ONLY %s.rl_overrides WHERE name" EQ "$1"
-						 " AND key" EQ "$2 AND plan IS NOT NULL",
-						 2, NULL, args, NULL, false, SPI_OK_SELECT) > 0;
+	if (run_overrides("SELECT plan IS NOT NULL FROM ONLY %s.rl_overrides"
+					  " WHERE name" EQ "$1 AND key" EQ "$2",
+					  2, NULL, args, NULL, true, SPI_OK_SELECT) == 0)
+		return RL_KEY_DEFINITION;
+	(void) column(1, &d);
+	return DatumGetBool(d) ? RL_KEY_PLAN : RL_KEY_OVERRIDE;
 }
 
 /*

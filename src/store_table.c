@@ -1078,7 +1078,7 @@ table_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		for (int s = 0; s < nshards; s++)
 		{
 			rl_adjust_state(&policy, target->origin, kind, &states[s], now,
-					   kind == RL_ADJUST_MOVE ? states[s].value :
+					   kind == RL_ADJUST_MOVE && nshards > 1 ? states[s].value :
 					   amount / nshards, duration, &next[s], &took);
 			taken += took;
 		}
