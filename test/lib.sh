@@ -113,6 +113,20 @@ rl_install() {
 	make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" install >/dev/null
 }
 
+# rl_install_rev COMMIT DIR: rl_install of git commit COMMIT of this
+# checkout, extracted with git archive into DIR/src and built there (kept
+# while COMMIT stays the same), into the installation rl_use_dir DIR names.
+rl_install_rev() {
+	local src=$2/src
+	if [ "$(cat "$2/src.commit" 2>/dev/null)" != "$1" ]; then
+		rm -rf "$src" "$2/src.commit"
+		mkdir -p "$src"
+		git -C "$RL_REPO" archive "$1" | tar -x -C "$src"
+		printf '%s\n' "$1" >"$2/src.commit"
+	fi
+	RL_REPO=$src RL_TMP=$2 rl_install
+}
+
 # A fresh cluster listening on a Unix socket only.
 rl_start() {
 	rl_stop_quietly
