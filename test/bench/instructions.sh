@@ -34,8 +34,6 @@
 # difference.  The callgrind files of the measured parts are left in
 # $RL_TMP/versions/SIDE/instr/ for callgrind_annotate.
 source "$(dirname "$0")/../lib.sh"
-# ratio
-source "$RL_REPO/test/bench/targets.sh"
 base_rev=${1:-}
 calls=${INSTR_CALLS:-1000}
 repeat=${INSTR_REPEAT:-1}
@@ -226,8 +224,9 @@ above() {
 	[ -n "$1" ] && [ -n "$2" ] && echo $(($1 - $2))
 }
 shown() { echo "${1:-n/a}"; }
+# this/base to three places: the counts hold to far less than 0.001
 rt() {
-	if [ -n "$1" ] && [ -n "$2" ]; then ratio "$1" "$2"; else echo n/a; fi
+	if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; else echo n/a; fi
 }
 if [ -n "$base_rev" ]; then
 	printf '\n%-52s %10s %10s %9s  %s\n' "figure" "base" "this" "this/base" "above SELECT 1: base, this, this/base"
