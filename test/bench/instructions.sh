@@ -80,13 +80,7 @@ for side in $sides; do
 	rl_use_dir "$versions/$side"
 	rl_stop_quietly
 done
-if [ -n "$base_rev" ]; then
-	rl_log "base: $base_rev ($(git -C "$RL_REPO" log -1 --format='%h %ad' --date=short "$base_commit")); this: the working tree ($this_desc)"
-	use base
-	rl_install_rev "$base_commit" "$versions/base" >/dev/null
-fi
-use this
-RL_TMP=$versions/this rl_install >/dev/null
+rl_install_versions "$versions" "$base_rev" "${base_commit:-}"
 
 setup=(
 	"CREATE EXTENSION ratelimit"
