@@ -34,8 +34,10 @@
 # spread over the calls.  A statement the build does not support prints
 # n/a (the memory store before 1.3).
 #
-# The counts are deterministic to within a few instructions per call (what
-# varies: the clock's readings, and what the code does with them).
+# The counts are deterministic to within 0.02% (two runs of each build
+# differed by at most 57 instructions per call, most figures by none);
+# what varies is work that depends on the time: the backend's flush of its
+# statistics, at most once a second, and the clock's readings.
 # INSTR_REPEAT=2 runs every build twice and prints both counts and their
 # difference.  The callgrind files of the measured parts are left in
 # $RL_TMP/versions/SIDE/instr/ for callgrind_annotate.
