@@ -20,6 +20,10 @@
 #               each figure for both and this/base (test/bench/versions.sh;
 #               BENCH_ROUNDS, default 5); make bench-memory BASE=REV only
 #               the memory store's figures
+#   make bench-instructions [BASE=REV]  instructions per call under
+#               valgrind (callgrind), for this build or REV's and this one:
+#               deterministic where timing is noise (test/bench/instructions.sh;
+#               INSTR_CALLS, default 1000)
 #   make profile  perf profiles of one backend running make bench's per-call
 #               statements (root, or perf_event_paranoid <= 1)
 #   make sql-edition  the SQL edition (sql-edition/, for managed services
@@ -124,7 +128,7 @@ endif
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit sql-edition bench bench-memory bench-long bench-wait bench-external profile dist
+.PHONY: run stop test unit sql-edition bench bench-memory bench-long bench-wait bench-external bench-instructions profile dist
 run:
 	test/run-demo.sh
 
@@ -149,6 +153,9 @@ bench-wait:
 
 bench-external:
 	$(if $(BASE),test/bench/versions.sh '$(BASE)' external,test/bench/external/run.sh)
+
+bench-instructions:
+	test/bench/instructions.sh '$(BASE)'
 
 profile:
 	test/bench/profile.sh

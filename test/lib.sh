@@ -113,6 +113,31 @@ rl_install() {
 	make -C "$RL_REPO" -s PG_CONFIG="$RL_PG_CONFIG" install >/dev/null
 }
 
+# rl_install_versions DIR [REV COMMIT]: this checkout's working tree
+# installed into DIR/this and, given REV (as the user named it) and its
+# COMMIT, that commit's build into DIR/base, side by side, as rl_install
+# does it (both installations removed and copied in again: stop their
+# servers first).  COMMIT is extracted with git archive into DIR/base/src
+# and built there, kept while COMMIT stays the same.  Leaves rl_use_dir at
+# DIR/this.
+rl_install_versions() {
+	local dir=$1 rev=${2:-} commit=${3:-}
+	if [ -n "$commit" ]; then
+		local src=$dir/base/src
+		if [ "$(cat "$dir/base/src.commit" 2>/dev/null)" != "$commit" ]; then
+			rm -rf "$src" "$dir/base/src.commit"
+			mkdir -p "$src"
+			git -C "$RL_REPO" archive "$commit" | tar -x -C "$src"
+			printf '%s\n' "$commit" >"$dir/base/src.commit"
+		fi
+		rl_log "base: $rev ($(git -C "$RL_REPO" log -1 --format='%h %ad' --date=short "$commit")); this: the working tree ($(git -C "$RL_REPO" describe --always --dirty))"
+		rl_use_dir "$dir/base"
+		RL_REPO=$src RL_TMP=$dir/base rl_install >/dev/null
+	fi
+	rl_use_dir "$dir/this"
+	RL_TMP=$dir/this rl_install >/dev/null
+}
+
 # A fresh cluster listening on a Unix socket only.
 rl_start() {
 	rl_stop_quietly

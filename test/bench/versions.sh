@@ -72,18 +72,7 @@ trap stop_all EXIT
 # (rl_install removes the installation and copies a new one in).
 stop_all
 mkdir -p "$versions"
-src=$versions/base/src
-if [ "$(cat "$versions/base/src.commit" 2>/dev/null)" != "$base_commit" ]; then
-	rm -rf "$src" "$versions/base/src.commit"
-	mkdir -p "$src"
-	git -C "$RL_REPO" archive "$base_commit" | tar -x -C "$src"
-	printf '%s\n' "$base_commit" >"$versions/base/src.commit"
-fi
-rl_log "base: $base_rev ($(git -C "$RL_REPO" log -1 --format='%h %ad' --date=short "$base_commit")); this: the working tree ($this_desc)"
-use base
-RL_REPO=$src RL_TMP=$versions/base rl_install >/dev/null
-use this
-RL_TMP=$versions/this rl_install >/dev/null
+rl_install_versions "$versions" "$base_rev" "$base_commit"
 
 # Both the same setup, statement by statement; what one side lacks is
 # reported (a figure that needs it then prints n/a).
