@@ -33,10 +33,9 @@ SELECT n, ok, remaining FROM unnest(ARRAY['day', 'day_m']) n,
 	rl_limit(n, 'c1');
 
 -- Tokyo's day began at 15:00 UTC yesterday and ends at 15:00 UTC today,
--- before UTC's.  40 used today in UTC, moved to Tokyo: a refill at
--- Tokyo's midnight would start a second day inside UTC's, so the key
--- waits for it (one day's rate below the 60 it had left: -40), then has
--- those 60 for Tokyo's whole day
+-- 9 hours before UTC's.  40 used today in UTC, moved to Tokyo: the move
+-- pays for the midnight it brings forward, 9/24 of a day's 100 (37.5), so
+-- 22.5 of the 60 left now, and Tokyo's 100 from its midnight
 SET ratelimit.now_override = '2026-01-01 12:00:00+00';
 SELECT n, (rl_limit(n, 'c2', 40)).ok FROM unnest(ARRAY['day', 'day_m']) n;
 SELECT n, rl_assign(n, 'c2', 'tokyo') FROM unnest(ARRAY['day', 'day_m']) n;
@@ -53,7 +52,8 @@ SELECT n, ok, remaining FROM unnest(ARRAY['day', 'day_m']) n,
 -- the other way, after Tokyo's midnight: Tokyo's day (from 15:00 UTC)
 -- ends after UTC's, so a key moved there keeps what it has; 30 used
 -- there, then back to the definition's UTC (rl_unassign), whose day ends
--- first: the key waits for UTC's midnight, then has the 70 left
+-- 15 hours sooner: 62.5 of the 70 left are paid (7.5 left), then UTC's
+-- 100 from its midnight
 SET ratelimit.now_override = '2026-01-01 16:00:00+00';
 SELECT n, rl_assign(n, 'c3', 'tokyo') FROM unnest(ARRAY['day', 'day_m']) n;
 SELECT n, (rl_limit(n, 'c3', 30)).ok FROM unnest(ARRAY['day', 'day_m']) n;
@@ -67,41 +67,29 @@ SELECT n, ok, remaining FROM unnest(ARRAY['day', 'day_m']) n,
 
 -- hopping gains nothing: every hour from 12:00 on, to the zone where it
 -- is then 23:00 (Etc/GMT-11 is UTC+11), so a midnight comes every hour.
--- 100 used at 11:00 in UTC; the hops of a whole day give nothing, where
--- a fresh day per hop would give 100 each: every early midnight only
--- brings the key back to what it had (0)
+-- 100 used at 11:00 in UTC; the hops of the next day give less than
+-- staying in UTC would (100 at its midnight), where a fresh day per hop
+-- would give 100 each: each move pays for the midnight it brings forward
 SET ratelimit.now_override = '2026-01-01 11:00:00+00';
 SELECT n, (rl_limit(n, 'c8', 100)).ok FROM unnest(ARRAY['day', 'day_m']) n;
 CREATE TEMP TABLE hop_grants (n text, granted float8);
-DO $$
-DECLARE
-	t timestamptz;
-	hours int;
-	zone text;
-BEGIN
-	FOR h IN 0 .. 23 LOOP
-		t := '2026-01-01 12:00:00+00'::timestamptz + make_interval(hours => h);
-		hours := 23 - extract(hour FROM t AT TIME ZONE 'UTC')::int;
-		IF hours > 14 THEN
-			hours := hours - 24;
-		END IF;
-		zone := CASE WHEN hours = 0 THEN 'UTC'
-			WHEN hours > 0 THEN 'Etc/GMT-' || hours
-			ELSE 'Etc/GMT+' || -hours END;
-		PERFORM set_config('ratelimit.now_override', t::text, false);
-		PERFORM rl_assign(n, 'c8', 'utc', time_zone => zone)
-		FROM unnest(ARRAY['day', 'day_m']) n;
-		INSERT INTO hop_grants
-		SELECT n, (rl_limit(n, 'c8', 100, partial => true)).granted
-		FROM unnest(ARRAY['day', 'day_m']) n;
-		PERFORM set_config('ratelimit.now_override',
-						   (t + interval '59 minutes 59 seconds')::text, false);
-		INSERT INTO hop_grants
-		SELECT n, (rl_limit(n, 'c8', 100, partial => true)).granted
-		FROM unnest(ARRAY['day', 'day_m']) n;
-	END LOOP;
-END
-$$;
+CREATE TEMP TABLE hop_moves (n text, zone text);
+-- each hour's move and calls in transactions of their own
+SELECT format($s$SET ratelimit.now_override = %L$s$, t),
+	format($s$INSERT INTO hop_moves SELECT n, %L FROM unnest(ARRAY['day', 'day_m']) n, rl_assign(n, 'c8', 'utc', time_zone => %1$L)$s$,
+		CASE WHEN h = 0 THEN 'UTC' WHEN h > 0 THEN 'Etc/GMT-' || h
+			ELSE 'Etc/GMT+' || -h END),
+	$s$INSERT INTO hop_grants SELECT n, (rl_limit(n, 'c8', 100, partial => true)).granted FROM unnest(ARRAY['day', 'day_m']) n$s$,
+	format($s$SET ratelimit.now_override = %L$s$, t + interval '59 minutes 59 seconds'),
+	$s$INSERT INTO hop_grants SELECT n, (rl_limit(n, 'c8', 100, partial => true)).granted FROM unnest(ARRAY['day', 'day_m']) n$s$
+FROM generate_series(0, 23) i,
+	LATERAL (SELECT '2026-01-01 12:00:00+00'::timestamptz + make_interval(hours => i) AS t) a,
+	-- the zone where it is then 23:00 (Etc/GMT-11 is UTC+11)
+	LATERAL (SELECT CASE WHEN 11 - i < -9 THEN 35 - i ELSE 11 - i END AS h) b
+ORDER BY i
+\gexec
+SELECT n, count(*) AS moves, count(DISTINCT zone) AS zones
+FROM hop_moves GROUP BY n ORDER BY n;
 SELECT n, sum(granted) AS granted_in_a_day FROM hop_grants GROUP BY n
 ORDER BY n;
 
@@ -122,8 +110,8 @@ WHERE name = 'day' AND key = 'c4';
 -- an override of 50 a day in UTC, 20 used, then the same numbers in New
 -- York (rl_override again), whose day ends after UTC's: the 30 left, not
 -- a fresh 50.  Another key's override in Tokyo after Tokyo's midnight, 20
--- used, then none (rl_unoverride: the definition's UTC, whose day ends
--- first): it waits for UTC's midnight (one day's rate below its 30: -70)
+-- used, then none (rl_unoverride: the definition's UTC, whose day ends 15
+-- hours sooner): its 30 less 15/24 of 100 (-32.5)
 SET ratelimit.now_override = '2026-01-01 16:00:00+00';
 SELECT n, rl_override(n, 'c5', 50, time_zone => 'UTC'),
 	rl_override(n, 'c7', 50, time_zone => 'Asia/Tokyo')

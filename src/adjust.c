@@ -115,11 +115,14 @@ rl_penalize_state(const RlPolicy *policy, int64_t origin,
  * window that policy would start earlier gives nothing).  For a sliding
  * window that is its value less the previous window's weighted count, so
  * a policy of another period cannot forget what the previous window took.
- * A calendar window that ends before until (another time zone's day ends
- * sooner) would refill the row early: it then holds one window's rate
- * less, so that refill brings it back to held, and no move ever makes a
- * key's days start closer together than its old day was long.  A negative
- * value (a debt, a reservation) stays; a blocked row is not touched.
+ * A fixed window that ends before until (another time zone's day, or a
+ * shorter window, ends sooner) brings the row's next refill forward: it
+ * pays for that with the
+ * share of a window's rate the refill comes early (rate times the time
+ * between end and until over the window's length), blocked or not, so
+ * however often a key moves, its windows never refill it faster than one
+ * rate per window's length.  A negative value (a debt, a reservation)
+ * stays; a blocked row keeps its block.
  */
 RlStatus
 rl_move_state(const RlPolicy *policy, int64_t origin, const RlState *state,
@@ -127,21 +130,24 @@ rl_move_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 {
 	RlStatus	status = current_state(policy, origin, state, now, out);
 	int64_t		end;
+	int64_t		length;
 	double		excess;
 
 	if (status != RL_DECIDED)
 		return status;
 	if (state != NULL && rl_state_is_blocked(policy, origin, *state, now))
-	{
 		*out = *state;
-		return RL_DECIDED;
+	else
+	{
+		excess = rl_available(policy, origin, *out, now) - held;
+		if (excess > 0)
+			out->value -= excess;
 	}
 	end = rl_window_end(policy, origin, now);
-	if (until > 0 && rl_is_calendar(policy) && end > 0 && end < until)
-		held -= policy->rate;
-	excess = rl_available(policy, origin, *out, now) - held;
-	if (excess > 0)
-		out->value -= excess;
+	length = rl_window_length(policy, origin, now);
+	if (until > 0 && end > 0 && end < until && length > 0)
+		out->value -= policy->rate * fmin((double) (until - end) /
+										  (double) length, 1.0);
 	return RL_DECIDED;
 }
 
