@@ -235,6 +235,20 @@ rl_definition_tracked(void)
 	return last_tracked;
 }
 
+/*
+ * The OID of rl_definitions (the memory store's space), as know_tables
+ * learned it: right until the invalidation of the table that resets it,
+ * as the system cache's answer would be.  Looked up when not known, or
+ * while no invalidation could reset it (the callback not yet registered).
+ */
+Oid
+rl_definitions_relid(void)
+{
+	if (callback_registered && OidIsValid(cache_relid))
+		return cache_relid;
+	return rl_storage_definitions_relid();
+}
+
 /* The cache, created on first use. */
 static HTAB *
 get_cache(void)
