@@ -409,13 +409,15 @@ result_datum(RlCallCache *cache, const RlTarget *target, double count,
 	Datum		values[9];
 	bool		nulls[9] = {false, !answer->has_retry, false, false,
 	false, false, !answer->has_retry, false, false};
+	/* heap_form_tuple copies them into the row: no allocation of their own */
+	Interval	retry_after = {.time = answer->retry_after};
+	Interval	reset_after = {.time = answer->reset_after};
 
 	values[0] = BoolGetDatum(answer->ok);
-	values[1] = answer->has_retry ?
-		IntervalPGetDatum(rl_usecs_to_interval(answer->retry_after)) : 0;
+	values[1] = answer->has_retry ? IntervalPGetDatum(&retry_after) : 0;
 	values[2] = Float8GetDatum(reported_remaining(&target->policy, count,
 												  answer->remaining));
-	values[3] = IntervalPGetDatum(rl_usecs_to_interval(answer->reset_after));
+	values[3] = IntervalPGetDatum(&reset_after);
 	values[4] = Float8GetDatum(target->policy.capacity);
 	values[5] = BoolGetDatum(answer_allowed(answer));
 	values[6] = Int64GetDatum(rl_ceil_ms(answer->retry_after));
