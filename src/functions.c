@@ -174,7 +174,7 @@ forget_known_relcache(Datum arg, Oid relid)
 /*
  * The function's schema, key type and result descriptor (blessed; NULL
  * for a void result, or one that only the call expression tells), into
- * *out, the descriptor allocated in the current memory context.
+ * *out, allocated in the current memory context.
  */
 static void
 look_up_function(Oid fn_oid, RlCallCache *out)
@@ -192,8 +192,9 @@ look_up_function(Oid fn_oid, RlCallCache *out)
 		form->proargtypes.values[ARG_KEY] : InvalidOid;
 	ReleaseSysCache(proc);
 	out->result_desc = NULL;
+	/* a copy of its own, made here */
 	if (get_func_result_type(fn_oid, NULL, &desc) == TYPEFUNC_COMPOSITE)
-		out->result_desc = BlessTupleDesc(CreateTupleDescCopy(desc));
+		out->result_desc = BlessTupleDesc(desc);
 }
 
 /* The backend's entry for a function, looked up when it has none. */
@@ -222,20 +223,16 @@ known_function(Oid fn_oid)
 		if (known[i].fn_oid == fn_oid)
 			return &known[i].cache;
 
-	old = MemoryContextSwitchTo(CacheMemoryContext);
+	/* in the caller's memory, with whatever the lookup leaves there */
 	look_up_function(fn_oid, &scratch);
-	MemoryContextSwitchTo(old);
 	/* an invalidation while it was read: this call's alone */
 	if (known_stale || nknown >= KNOWN_FUNCTIONS)
-	{
-		if (scratch.result_desc != NULL)
-		{
-			TupleDesc	master = scratch.result_desc;
-
-			scratch.result_desc = CreateTupleDescCopy(master);
-			FreeTupleDesc(master);
-		}
 		return &scratch;
+	if (scratch.result_desc != NULL)
+	{
+		old = MemoryContextSwitchTo(CacheMemoryContext);
+		scratch.result_desc = CreateTupleDescCopy(scratch.result_desc);
+		MemoryContextSwitchTo(old);
 	}
 	known[nknown].fn_oid = fn_oid;
 	known[nknown].cache = scratch;
