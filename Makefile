@@ -61,7 +61,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	policies calendar wait overrides override_state sliding \
 	row_hints memory_retry public_bounds canonical memory_quota reset result refused \
 	inet_keys inet_forms \
-	settle partial plans plans_zones
+	settle partial plans plans_zones memory_caches
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.
@@ -76,7 +76,7 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	memory_last_token memory_lowered memory_gc_undefined memory_drop_extension row_hints \
 	policies_mixed_recheck policies_block_race overrides overrides_untracked \
 	wait_race redefine_store_wait access_lists access_wait \
-	settle_race partial_race settle_block_race plans
+	settle_race partial_race settle_block_race plans memory_redefine_session
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -99,11 +99,11 @@ include $(PGXS)
 PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding memory_retry \
 	public_bounds canonical memory_quota reset result refused inet_keys \
-	settle partial inet_forms plans plans_zones
+	settle partial inet_forms plans plans_zones memory_caches
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
 	policies_block_race overrides wait_race redefine_store_wait access_lists \
-	settle_race partial_race settle_block_race plans
+	settle_race partial_race settle_block_race plans memory_redefine_session
 PREPARED_REGRESS = memory_prepared
 ifneq ($(filter installcheck,$(MAKECMDGOALS)),)
 comma := ,

@@ -100,6 +100,8 @@ typedef struct RlAccessCacheEntry
 } RlAccessCacheEntry;
 
 static HTAB *cache = NULL;
+/* the entry of the last name looked up: calls name one limit in a row */
+static RlDefinitionEntry *last_entry = NULL;
 static HTAB *override_cache = NULL;
 static HTAB *access_cache = NULL;
 static MemoryContext access_cxt = NULL;
@@ -118,6 +120,7 @@ forget_definitions(void)
 	{
 		hash_destroy(cache);
 		cache = NULL;
+		last_entry = NULL;
 	}
 	if (override_cache != NULL)
 	{
@@ -235,6 +238,20 @@ rl_definition_tracked(void)
 	return last_tracked;
 }
 
+/*
+ * The OID of rl_definitions (the memory store's space), as know_tables
+ * learned it: right until the invalidation of the table that resets it,
+ * as the system cache's answer would be.  Looked up when not known, or
+ * while no invalidation could reset it (the callback not yet registered).
+ */
+Oid
+rl_definitions_relid(void)
+{
+	if (callback_registered && OidIsValid(cache_relid))
+		return cache_relid;
+	return rl_storage_definitions_relid();
+}
+
 /* The cache, created on first use. */
 static HTAB *
 get_cache(void)
@@ -275,15 +292,21 @@ rl_definition_lookup(text *name, RlPolicy *policy)
 	Oid			access_relid;
 
 	Assert(len <= RL_MAX_NAME_BYTES);
-	memset(key, 0, sizeof(key));
-	memcpy(key, VARDATA_ANY(name), len);
-
 	AcceptInvalidationMessages();
-	entry = hash_search(get_cache(), key, HASH_FIND, &found);
-	if (found)
+	/* the last name's entry; its name is NUL-padded, and a name has no NUL */
+	entry = last_entry;
+	if (entry == NULL || entry->name[len] != '\0' ||
+		memcmp(entry->name, VARDATA_ANY(name), len) != 0)
+	{
+		memset(key, 0, sizeof(key));
+		memcpy(key, VARDATA_ANY(name), len);
+		entry = hash_search(get_cache(), key, HASH_FIND, &found);
+	}
+	if (entry != NULL)
 	{
 		/* cached only while every change reaches us */
 		last_tracked = true;
+		last_entry = entry;
 		*policy = entry->policy;
 		return entry->defined;
 	}

@@ -16,6 +16,7 @@ extern bool rl_definition_lookup(text *name, RlPolicy *policy);
 extern bool rl_definition_lookup_at(text *name, RlPolicy *policy,
 									uint64 *epoch);
 extern bool rl_definition_tracked(void);
+extern Oid	rl_definitions_relid(void);
 extern bool rl_override_lookup(text *name, text *key, RlPolicy *policy);
 
 struct RlAccessEntry;

@@ -471,18 +471,25 @@ memory_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			now = rl_clock_now();
-			for (int i = 0; i < mem_nchanges; i++)
-				finish_change(&mem_changes[i], true, now);
+			/* a transaction that took nothing from the store: no clock */
+			if (mem_nchanges > 0)
+			{
+				now = rl_clock_now();
+				for (int i = 0; i < mem_nchanges; i++)
+					finish_change(&mem_changes[i], true, now);
+			}
 			if (!mem_names_changed)
 				clear_changes();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			mem_forget_held();	/* LWLockReleaseAll let go */
-			now = rl_clock_now();
-			for (int i = mem_nchanges - 1; i >= 0; i--)
-				finish_change(&mem_changes[i], false, now);
+			if (mem_nchanges > 0)
+			{
+				now = rl_clock_now();
+				for (int i = mem_nchanges - 1; i >= 0; i--)
+					finish_change(&mem_changes[i], false, now);
+			}
 			clear_changes();
 			break;
 		default:

@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "clock.h"
+#include "definitions.h"
 #include "memory.h"
 #include "storage.h"
 #include "store.h"
@@ -30,7 +31,7 @@
 static void
 memory_address(const RlTarget *target, RlMemoryKey *k)
 {
-	rl_memory_key(rl_storage_definitions_relid(), target->name, target->key,
+	rl_memory_key(rl_definitions_relid(), target->name, target->key,
 				  k);
 }
 
