@@ -170,7 +170,7 @@ LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
 	IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-		RAISE EXCEPTION 'the SQL edition of ratelimit cannot count leases in a % transaction',
+		RAISE EXCEPTION 'the SQL edition of ratelimit cannot see every lease in a % transaction',
 			pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
 			USING ERRCODE = 'feature_not_supported',
 			DETAIL = pg_catalog.format('%s must see every lease committed until now, and this transaction''s snapshot does not show those committed since it began.', what),
