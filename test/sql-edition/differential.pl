@@ -115,6 +115,7 @@ sub emit_call {
 my @ckeys = ("'alice'", "'bob'", "NULL", "42::bigint", "7::smallint",
 	"'00000000-0000-0000-0000-000000000001'::uuid", "'user:ü'");
 sub concurrency_call {
+	my ($in_xact) = @_;
 	my $c = rand();
 	my $key = pick(@ckeys);
 	if ($c < 0.45) {
@@ -122,7 +123,11 @@ sub concurrency_call {
 		$permits = pick(0, 4, 'NULL', 1001) if rand() < 0.03;
 		my $wait = rand() < 0.02 ? ", wait => '1 millisecond'" : "";
 		my $throws = rand() < 0.1 ? ", throws => true" : "";
-		emit_call("rl_acquire('" . pick('c0', 'c0', 'c1', 'c2') . "', $key, $permits$wait$throws)");
+		$key = pick("'alice'", "NULL") if rand() < 0.6;
+		# within a transaction, again and again: the permits add up
+		my $name = pick('c0', 'c1', 'c2');
+		emit_call("rl_acquire('$name', $key, $permits$wait$throws)")
+			for 1 .. ($in_xact ? 1 + int(rand(3)) : 1);
 	}
 	elsif ($c < 0.55) {
 		emit_call("(SELECT string_agg(format('%s %s %s/%s', name, key_hash, held, permits), ', '"
@@ -193,8 +198,9 @@ for (my $n = 0; $n < $calls; $n++) {
 		$in_xact = 0;
 	}
 
-	if (rand() < 0.1) {
-		concurrency_call();
+	# concurrency limits, more often within a transaction, where permits add up
+	if (rand() < ($in_xact ? 0.4 : 0.08)) {
+		concurrency_call($in_xact);
 		next;
 	}
 	my $inline = rand() < 0.4;
