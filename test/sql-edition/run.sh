@@ -288,6 +288,24 @@ for suite in $REGRESS; do
 		fail "regression suite $suite against the SQL edition"
 done
 
+# Permits under 12 clients while the limit changes between 1 and 3 by
+# every route: a ledger kept outside any transaction (permits/hold.sql)
+# never counts more holders than the limit allows.
+rl_log "permits: 12 clients and changes of the limit, against a ledger"
+plain_psql -U postgres -d sqled -c "CREATE SCHEMA stress" -c "CREATE SEQUENCE stress.enter" \
+	-c "CREATE SEQUENCE stress.leave" -c "CREATE TABLE stress.over (inside bigint, permits float8)" \
+	-c "GRANT ALL ON SCHEMA stress TO rl_app" -c "GRANT ALL ON ALL TABLES IN SCHEMA stress TO rl_app" \
+	-c "GRANT ALL ON ALL SEQUENCES IN SCHEMA stress TO rl_app"
+plain_psql -U rl_app -d sqled -c "SELECT limits.rl_define_concurrency('st', 2)" >/dev/null
+"$RL_BIN/pgbench" -n -h "$sock" -p "$port" -U rl_app -c 12 -j 2 -T "${RL_SQLED_STRESS_SECS:-10}" \
+	-f "$RL_REPO/test/sql-edition/permits/hold.sql@50" \
+	-f "$RL_REPO/test/sql-edition/permits/redefine.sql@1" sqled >"$RL_TMP/sqled-permits.log" 2>&1 || :
+granted=$(plain_psql -U postgres -d sqled -At -c "SELECT last_value FROM stress.enter")
+over=$(plain_psql -U postgres -d sqled -At -c "SELECT count(*) || ' times, up to ' || COALESCE(max(inside), 0) FROM stress.over")
+rl_log "   $granted permits granted; over the limit: $over"
+[ "$over" = "0 times, up to 0" ] || fail "more holders than the limit allows: $over"
+[ "$granted" -gt 1 ] || fail "no permit granted under the ledger (see $RL_TMP/sqled-permits.log)"
+
 # 5. The differential test against the C edition, in the database of 3.
 rl_log "differential test: $calls random calls, C edition and SQL edition side by side"
 perl "$RL_REPO/test/sql-edition/differential.pl" --calls "$calls" --seed "$seed" \
