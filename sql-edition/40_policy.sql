@@ -37,6 +37,37 @@ BEGIN
 	END IF;
 	p.kind := kind;
 	IF kind IN ('concurrency', 'concurrency lease') THEN
+		-- concurrency_from_values, then rl_policy_problem
+		IF capacity IS NULL THEN
+			RAISE EXCEPTION 'capacity must not be null' USING ERRCODE = 'null_value_not_allowed';
+		END IF;
+		IF rate IS NOT NULL OR period IS NOT NULL OR start IS NOT NULL
+				OR time_zone IS NOT NULL OR shards <> 1 THEN
+			RAISE EXCEPTION 'a concurrency limit has only a number of permits'
+				USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Define it with rl_define_concurrency().';
+		END IF;
+		IF storage IS NOT NULL AND storage NOT IN ('table', 'memory') THEN
+			RAISE EXCEPTION 'invalid rate limit storage "%"', storage
+				USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'The storage is "table" or "memory".';
+		END IF;
+		IF storage = 'memory' THEN
+			RAISE EXCEPTION 'a concurrency limit cannot use the memory store'
+				USING ERRCODE = 'feature_not_supported',
+				DETAIL = 'Its permits are row locks and rows of rl_leases.';
+		END IF;
+		IF NOT (capacity >= 1::float8 AND capacity <= 1000::float8
+				AND capacity = pg_catalog.floor(capacity)) THEN
+			RAISE EXCEPTION 'permits must be between 1 and 1000'
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF max_reserved IS NOT NULL AND NOT (kind = 'concurrency'
+				AND max_reserved > capacity AND max_reserved <= 1000::float8
+				AND max_reserved = pg_catalog.floor(max_reserved)) THEN
+			RAISE EXCEPTION 'a concurrency limit has only a number of permits'
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
 		RETURN p;
 	END IF;
 	IF rate IS NULL THEN

@@ -92,6 +92,7 @@ AS $$
 BEGIN
 	PERFORM _rl_check_name_key(name, NULL::text);
 	PERFORM _rl_require_writable('rl_undefine()');
+	PERFORM _rl_concurrency_undefine(rl_undefine.name);
 	DELETE FROM ONLY rl_definitions d WHERE d.name = rl_undefine.name;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'rate limit "%" does not exist', name

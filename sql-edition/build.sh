@@ -15,19 +15,20 @@ out=$(cd "$out" && pwd)
 install=$out/ratelimit_sql--$version.sql
 pgtle=$out/ratelimit_sql--$version.pgtle.sql
 
-# A file NN_*.sql.in holds a header, a line "-- @PER KEY TYPE@", and
-# declarations written once per key type: @KEY_TYPE@ is the type,
-# @KEY_DEFAULT@ the key's default (the text version's alone), @KEY_TEXT@
-# the key as text.
+# A file NN_*.sql.in holds a header, a line "-- @PER KEY TYPE@" (or
+# "-- @PER KEY TYPE: t1 t2 ...@" for fewer types), and declarations
+# written once per key type: @KEY_TYPE@ is the type, @KEY_DEFAULT@ the
+# key's default (the text version's alone), @KEY_TEXT@ the key as text.
 per_key() {
-	sed -n '1,/^-- @PER KEY TYPE@$/p' "$1" | sed '$d'
-	for type in text bigint integer smallint uuid inet; do
+	types=$(sed -n 's/^-- @PER KEY TYPE: \(.*\)@$/\1/p' "$1")
+	sed -n '1,/^-- @PER KEY TYPE[:@]/p' "$1" | sed '$d'
+	for type in ${types:-text bigint integer smallint uuid inet}; do
 		case $type in
 		text) default=' DEFAULT NULL' keytext=key ;;
 		inet) default= keytext='_rl_inet_key(key)' ;;
 		*) default= keytext=key::text ;;
 		esac
-		sed -e '1,/^-- @PER KEY TYPE@$/d' -e "s/@KEY_TYPE@/$type/g" \
+		sed -e '1,/^-- @PER KEY TYPE[:@]/d' -e "s/@KEY_TYPE@/$type/g" \
 			-e "s/@KEY_DEFAULT@/$default/g" -e "s/@KEY_TEXT@/$keytext/g" "$1"
 	done
 }

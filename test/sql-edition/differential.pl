@@ -14,7 +14,9 @@
 # max_reserved, throws, inline and defined names, redefinitions,
 # rl_limit_all, rl_check, rl_value, rl_reset, rl_refund, rl_penalize,
 # rl_block, bad input, and transactions rolled back
-# whole or to a savepoint.  Last, the rows each edition stored are
+# whole or to a savepoint; and concurrency limits: permits taken and
+# counted within transactions (rl_acquire, rl_permits), leases under the
+# pinned clock (rl_lease, rl_release), redefinitions and their errors.  Last, the rows each edition stored are
 # compared too.  Exits non-zero at the first difference, printing the
 # call.
 use strict;
@@ -105,8 +107,67 @@ sub emit_call {
 	push @what, $call;
 }
 
+# A call on a concurrency limit: c0 (3 permits), c1 (1), c2 (redefined
+# between 1 and 3), l0 (leases of 2).  Permits are counted within the
+# transaction that holds them; a lease's id is random, so a lease call
+# answers whether it was granted, and a release takes the oldest lease of
+# a key (leases that tie on every column are alike).
+my @ckeys = ("'alice'", "'bob'", "NULL", "42::bigint", "7::smallint",
+	"'00000000-0000-0000-0000-000000000001'::uuid", "'user:ü'");
+sub concurrency_call {
+	my ($in_xact) = @_;
+	my $c = rand();
+	my $key = pick(@ckeys);
+	if ($c < 0.45) {
+		my $permits = pick(1, 1, 1, 2, 3);
+		$permits = pick(0, 4, 'NULL', 1001) if rand() < 0.03;
+		my $wait = rand() < 0.02 ? ", wait => '1 millisecond'" : "";
+		my $throws = rand() < 0.1 ? ", throws => true" : "";
+		$key = pick("'alice'", "NULL") if rand() < 0.6;
+		# within a transaction, again and again: the permits add up
+		my $name = pick('c0', 'c1', 'c2');
+		emit_call("rl_acquire('$name', $key, $permits$wait$throws)")
+			for 1 .. ($in_xact ? 1 + int(rand(3)) : 1);
+	}
+	elsif ($c < 0.55) {
+		emit_call("(SELECT string_agg(format('%s %s %s/%s', name, key_hash, held, permits), ', '"
+			. " ORDER BY name, key_hash) FROM rl_permits)");
+	}
+	elsif ($c < 0.78) {
+		emit_call("rl_lease('l0', $key, " . pick(1, 1, 2, 3) . ", "
+			. pick("'1 second'", "'10 seconds'", "'1 minute'", "'1 hour'") . ") IS NOT NULL");
+	}
+	elsif ($c < 0.88) {
+		emit_call("(SELECT rl_release(id) FROM rl_leases WHERE key = COALESCE(($key)::text, '')"
+			. " ORDER BY acquired, expires, permits, released NULLS FIRST LIMIT 1)");
+	}
+	elsif ($c < 0.94) {
+		emit_call("rl_define_concurrency('c2', " . pick(1, 2, 3) . ")");
+	}
+	elsif ($c < 0.95) {
+		emit_call("rl_undefine('" . pick('c2', 'l0') . "')");
+		emit_call("rl_define_concurrency('c2', 2)");
+		emit_call("rl_define_concurrency('l0', 2, leases => true)");
+	}
+	else {
+		emit_call(pick("rl_acquire('d0', 'k')", "rl_acquire('l0', 'k')", "rl_acquire('nope')",
+			"rl_lease('c0', 'k', 1, '1 minute')", "rl_limit('c0', 'k')", "rl_check('l0', 'k')",
+			"rl_acquire('c0', 'k', wait => '-1 second')", "rl_acquire('c0', '')",
+			"rl_acquire('c0', 'k', throws => NULL)", "rl_lease('l0', 'k', 1, '0')",
+			"rl_lease('l0', 'k', 1, '2 days')", "rl_lease('l0', 'k', 3, NULL)",
+			"rl_define_concurrency('c0', 0)", "rl_define_concurrency('d0', 1)",
+			"rl_define_concurrency('c0', 3, leases => true)", "rl_define_concurrency('c0', 3, NULL)",
+			"rl_define('c0', 'token bucket', 1, '1 second')",
+			"rl_limit('x', 'k', config => ROW('concurrency', 1, '1 second', 2, NULL, 1, NULL, NULL, NULL)::rl_policy)",
+			"rl_release('00000000-0000-0000-0000-000000000000')", "rl_release(NULL)",
+			"rl_key_hash('alice')", "rl_key_hash(NULL)"));
+	}
+}
+
 push @lines, "SET ratelimit.now_override = '" . clock_text() . "';";
 emit_call(define_sql(@$_)) for @defined;
+emit_call($_) for "rl_define_concurrency('c0', 3)", "rl_define_concurrency('c1', 1)",
+	"rl_define_concurrency('c2', 2)", "rl_define_concurrency('l0', 2, leases => true)";
 
 my ($in_xact, $savepoint) = (0, 0);
 for (my $n = 0; $n < $calls; $n++) {
@@ -137,6 +198,11 @@ for (my $n = 0; $n < $calls; $n++) {
 		$in_xact = 0;
 	}
 
+	# concurrency limits, more often within a transaction, where permits add up
+	if (rand() < ($in_xact ? 0.4 : 0.08)) {
+		concurrency_call($in_xact);
+		next;
+	}
 	my $inline = rand() < 0.4;
 	my ($name, $p) = @{ $inline ? pick(@inline) : pick(@defined) };
 	my $key = pick(@keys);
@@ -231,6 +297,8 @@ push @lines, q{SELECT 'rate_limits ' || COALESCE(string_agg(format('%s|%s|%s|%s|
 push @what, "the rows of rate_limits after the calls";
 push @lines, q{SELECT 'rl_definitions ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s', name, kind, rate, period, capacity, max_reserved, shards, start, storage), ' ; ' ORDER BY name COLLATE "C"), '') FROM rl_definitions;};
 push @what, "the rows of rl_definitions after the calls";
+push @lines, q{SELECT 'rl_leases ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, permits, acquired, expires, released), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C", acquired, expires, permits, released), '') FROM rl_leases;};
+push @what, "the rows of rl_leases after the calls";
 
 my $dir = tempdir(CLEANUP => 1);
 my $try = <<'SQL';
@@ -251,7 +319,7 @@ $f$;
 SET timezone = 'UTC';
 SET datestyle = 'ISO';
 SET intervalstyle = 'postgres';
-TRUNCATE rate_limits, rl_definitions;
+TRUNCATE rate_limits, rl_definitions, rl_leases;
 SQL
 open(my $fh, '>', "$dir/calls.sql") or die;
 print $fh $try, join("\n", @lines), "\n";
