@@ -57,23 +57,27 @@ BEGIN
 END
 $$;
 
--- valid_time
+-- valid_time.  It and the other small LANGUAGE sql helpers of a call's
+-- path (_rl_add_before_end, _rl_wait_until, _rl_floor_mod, _rl_elapsed,
+-- _rl_ceil_ms) are not STRICT, so that the planner inlines them (it
+-- inlines a STRICT function only when its body is strict, which a CASE or
+-- an AND is not); each gives NULL for a NULL argument all the same.
 CREATE FUNCTION _rl_valid_time(t bigint)
 RETURNS boolean
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT t >= -211813488000000000 AND t < 9223371331200000000$$;
 
 -- add_before_end: t + d (d >= 0) before RL_END_TIME; NULL when not.
 CREATE FUNCTION _rl_add_before_end(t bigint, d bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN t < 9223371331200000000 - d THEN t + d END$$;
 
 -- wait_until: from now until t, 0 when t is not later; NULL when that is
 -- more than RL_MAX_WAIT.
 CREATE FUNCTION _rl_wait_until(t bigint, now bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN t <= now THEN 0
 	WHEN t - 31557600000000000 <= now THEN t - now END$$;
 
@@ -95,7 +99,7 @@ $$;
 -- floor_mod
 CREATE FUNCTION _rl_floor_mod(a bigint, m bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN a % m < 0 THEN a % m + m ELSE a % m END$$;
 
 -- rl_window_start: the start of the window that contains t.
@@ -299,7 +303,7 @@ $$;
 -- The exact difference b - a (b > a) of two valid times, as a double.
 CREATE FUNCTION _rl_elapsed(b bigint, a bigint)
 RETURNS float8
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN a >= 0 OR b <= 9000000000000000000 THEN (b - a)::float8
 	ELSE (b::numeric - a)::float8 END$$;
 
@@ -588,7 +592,7 @@ AS $$SELECT LEAST(pg_catalog.trunc(unit_random * period::float8)::bigint, period
 -- rl_ceil_ms: a duration in whole milliseconds, rounded up; 0 if none.
 CREATE FUNCTION _rl_ceil_ms(us bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN us <= 0 THEN 0
 	ELSE us / 1000 + CASE WHEN us % 1000::bigint <> 0 THEN 1 ELSE 0 END END$$;
 
