@@ -250,32 +250,26 @@ END
 $$;
 
 -- rl_count_problem: what is wrong with a count for a valid policy, or NULL.
+-- LANGUAGE sql, so that a call's check inlines it: nothing is called when
+-- the count is fine.
 CREATE FUNCTION _rl_count_problem(p _rl_policy, count float8, reserve boolean)
 RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-AS $$
-BEGIN
-	IF NOT _rl_amount_in_range(count, 0::float8, false) THEN
-		RETURN 'count must be a finite number greater than zero and at most 1e15';
-	END IF;
-	IF reserve AND p.kind = 'sliding window' THEN
-		RETURN 'a sliding window limit cannot reserve';
-	END IF;
-	IF p.shards > 1 AND count > 2 * (p.capacity
-			+ CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0 END) / p.shards THEN
-		RETURN 'count exceeds what two shards of the limit can hold';
-	END IF;
-	IF NOT reserve AND count > p.capacity THEN
-		RETURN 'count exceeds the capacity of the limit';
-	END IF;
-	IF reserve AND count > p.capacity + _rl_reserve_depth(p) THEN
-		RETURN CASE WHEN p.max_reserved IS NOT NULL
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE
+	WHEN NOT _rl_amount_in_range(count, 0::float8, false)
+		THEN 'count must be a finite number greater than zero and at most 1e15'
+	WHEN reserve AND p.kind = 'sliding window'
+		THEN 'a sliding window limit cannot reserve'
+	WHEN p.shards > 1 AND count > 2 * (p.capacity
+			+ CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0 END) / p.shards
+		THEN 'count exceeds what two shards of the limit can hold'
+	WHEN NOT reserve AND count > p.capacity
+		THEN 'count exceeds the capacity of the limit'
+	WHEN reserve AND count > p.capacity + _rl_reserve_depth(p)
+		THEN CASE WHEN p.max_reserved IS NOT NULL
 			THEN 'count exceeds the capacity plus max_reserved of the limit'
-			ELSE 'count exceeds what the limit can reserve without max_reserved' END;
-	END IF;
-	RETURN NULL;
-END
-$$;
+			ELSE 'count exceeds what the limit can reserve without max_reserved' END
+	END$$;
 
 -- rl_initial_state: a key never seen before, full, counted from now (token
 -- bucket) or from the start of now's window.
