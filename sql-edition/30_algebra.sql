@@ -193,61 +193,41 @@ AS $$SELECT x IS NOT NULL AND x <> 'NaN' AND x <> 'Infinity' AND x <> '-Infinity
 	AND x <= 1e15::float8 AND CASE WHEN lo_inclusive THEN x >= lo ELSE x > lo END$$;
 
 -- fill_time: how long an untouched limit takes from its deepest to full.
+-- This and _rl_policy_problem are LANGUAGE sql, so that the planner
+-- inlines them into the policy check every call makes.
 CREATE FUNCTION _rl_fill_time(p _rl_policy)
 RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-AS $$
-DECLARE
-	span float8 := p.capacity + COALESCE(p.max_reserved, 0);
-BEGIN
-	IF p.kind = 'token bucket' THEN
-		RETURN span * p.period::float8 / p.rate;
-	END IF;
-	RETURN pg_catalog.ceil(span / p.rate) * p.period::float8;
-END
-$$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE WHEN p.kind = 'token bucket'
+	THEN (p.capacity + COALESCE(p.max_reserved, 0)) * p.period::float8 / p.rate
+	ELSE pg_catalog.ceil((p.capacity + COALESCE(p.max_reserved, 0)) / p.rate) * p.period::float8 END$$;
 
 -- rl_policy_problem (for the kinds with a rate): what is wrong, or NULL.
 CREATE FUNCTION _rl_policy_problem(p _rl_policy)
 RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-AS $$
-BEGIN
-	IF NOT _rl_amount_in_range(p.rate, 0::float8, false) THEN
-		RETURN 'rate must be a finite number greater than zero and at most 1e15';
-	END IF;
-	IF p.period <= 0 OR p.period > 3155760000000000 THEN
-		RETURN 'period must be greater than zero and at most 100 years';
-	END IF;
-	IF NOT _rl_amount_in_range(p.capacity, 0::float8, true) THEN
-		RETURN 'capacity must be a finite number between zero and 1e15';
-	END IF;
-	IF p.max_reserved IS NOT NULL AND NOT _rl_amount_in_range(p.max_reserved, 0::float8, true) THEN
-		RETURN 'max_reserved must be a finite number between zero and 1e15';
-	END IF;
-	IF p.shards < 1 OR p.shards > 1024 THEN
-		RETURN 'shards must be between 1 and 1024';
-	END IF;
-	IF p.start IS NOT NULL AND p.kind <> 'fixed window' AND p.kind <> 'sliding window' THEN
-		RETURN 'start applies only to fixed and sliding window limits';
-	END IF;
-	IF p.kind = 'sliding window' THEN
-		IF p.capacity <> p.rate THEN
-			RETURN 'the capacity of a sliding window limit is its rate';
-		END IF;
-		IF p.max_reserved IS NOT NULL THEN
-			RETURN 'a sliding window limit cannot reserve';
-		END IF;
-		IF p.shards <> 1 THEN
-			RETURN 'a sliding window limit cannot have shards';
-		END IF;
-	END IF;
-	IF _rl_fill_time(p) > 31557600000000000::float8 THEN
-		RETURN 'the limit would take more than 1000 years to refill';
-	END IF;
-	RETURN NULL;
-END
-$$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE
+	WHEN NOT _rl_amount_in_range(p.rate, 0::float8, false)
+		THEN 'rate must be a finite number greater than zero and at most 1e15'
+	WHEN p.period <= 0 OR p.period > 3155760000000000
+		THEN 'period must be greater than zero and at most 100 years'
+	WHEN NOT _rl_amount_in_range(p.capacity, 0::float8, true)
+		THEN 'capacity must be a finite number between zero and 1e15'
+	WHEN p.max_reserved IS NOT NULL AND NOT _rl_amount_in_range(p.max_reserved, 0::float8, true)
+		THEN 'max_reserved must be a finite number between zero and 1e15'
+	WHEN p.shards < 1 OR p.shards > 1024
+		THEN 'shards must be between 1 and 1024'
+	WHEN p.start IS NOT NULL AND p.kind <> 'fixed window' AND p.kind <> 'sliding window'
+		THEN 'start applies only to fixed and sliding window limits'
+	WHEN p.kind = 'sliding window' AND p.capacity <> p.rate
+		THEN 'the capacity of a sliding window limit is its rate'
+	WHEN p.kind = 'sliding window' AND p.max_reserved IS NOT NULL
+		THEN 'a sliding window limit cannot reserve'
+	WHEN p.kind = 'sliding window' AND p.shards <> 1
+		THEN 'a sliding window limit cannot have shards'
+	WHEN _rl_fill_time(p) > 31557600000000000::float8
+		THEN 'the limit would take more than 1000 years to refill'
+	END$$;
 
 -- rl_count_problem: what is wrong with a count for a valid policy, or NULL.
 -- LANGUAGE sql, so that a call's check inlines it: nothing is called when

@@ -197,7 +197,7 @@ BEGIN
 			DETAIL = 'No limit of that name is defined, and the call''s config is NULL.',
 			HINT = 'Define it with rl_define(), or pass an inline config.';
 	END IF;
-	IF NOT for_reset THEN
+	IF NOT for_reset AND (t.policy).kind IN ('concurrency', 'concurrency lease') THEN
 		PERFORM _rl_require_rate(t);
 	END IF;
 	t.stored := CASE WHEN config IS DISTINCT FROM NULL
@@ -240,7 +240,9 @@ BEGIN
 			DETAIL = 'It was undefined while the call waited for its state.';
 	END IF;
 	t.policy := now_policy;
-	PERFORM _rl_require_rate(t);
+	IF now_policy.kind IN ('concurrency', 'concurrency lease') THEN
+		PERFORM _rl_require_rate(t);
+	END IF;
 	RETURN t;
 END
 $$;
