@@ -92,15 +92,12 @@ for db in $sqled_dbs; do
 		rl_die "the SQL edition did not install in $db"
 	lib=$("$RL_BIN/psql" -X -At -d "$db" -c "SELECT count(*) FROM pg_extension WHERE extname = 'ratelimit'")
 	[ "$lib" = 0 ] || rl_die "the C edition is installed in $db"
+	# bench_ms, the last function of reference.sql, in schema public
+	sed -n '/^-- milliseconds a statement takes$/,$p' "$here/reference.sql" |
+		PGOPTIONS="-c search_path=public" psql_q -d "$db" >/dev/null
+	"$RL_BIN/psql" -X -At -d "$db" -c "SELECT 'public.bench_ms(text)'::regprocedure" >/dev/null ||
+		rl_die "bench_ms is not the last function of reference.sql"
 	psql_q -d "$db" >/dev/null <<SQL
-CREATE FUNCTION public.bench_ms(sql text) RETURNS float8 LANGUAGE plpgsql AS \$\$
-DECLARE
-	t0 timestamptz := clock_timestamp();
-BEGIN
-	EXECUTE sql;
-	RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
-END
-\$\$;
 SELECT limits.rl_define('keys', 'token bucket', 1e9, '1 second');
 SELECT count(*) FROM generate_series(1, $keys) AS k WHERE (limits.rl_limit('keys', k)).ok;
 VACUUM ANALYZE;
