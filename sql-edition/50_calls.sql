@@ -226,9 +226,10 @@ BEGIN
 		RETURN t;
 	END IF;
 	-- OPERATOR(pg_catalog.=): an "=" on rl_definitions made in the schema
-	-- would win over pg_catalog's record comparison
-	IF (CASE WHEN d::text IS NULL OR t.definition::text IS NULL
-		THEN d::text IS NULL AND t.definition::text IS NULL
+	-- would win over pg_catalog's record comparison.  A NULL name is no
+	-- row (name is the primary key): a test that prints neither row.
+	IF (CASE WHEN d.name IS NULL OR (t.definition).name IS NULL
+		THEN d.name IS NULL AND (t.definition).name IS NULL
 		ELSE d OPERATOR(pg_catalog.=) t.definition END) THEN
 		RETURN t;
 	END IF;
