@@ -12,6 +12,8 @@
 #               another session while the calls run; six minutes)
 #   make bench-wait  how evenly waiting calls (rl_limit's wait) share one
 #               key between clients, on both stores
+#   make bench-sql-edition  only its SQL edition section: issue 37's
+#               targets (BASE=REV: also the SQL edition of REV, same rounds)
 #   make bench-external  only its last section: rl_limit against
 #               rate-limiter-flexible and Redis (installs Node packages and
 #               redis-tools for itself; make test needs none of it)
@@ -128,7 +130,7 @@ endif
 STRICT_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 
-.PHONY: run stop test unit sql-edition bench bench-memory bench-long bench-wait bench-external bench-instructions profile dist
+.PHONY: run stop test unit sql-edition bench bench-memory bench-long bench-wait bench-sql-edition bench-external bench-instructions profile dist
 run:
 	test/run-demo.sh
 
@@ -150,6 +152,9 @@ bench-long:
 	$(if $(BASE),test/bench/versions.sh '$(BASE)' long,test/bench/long.sh)
 bench-wait:
 	$(if $(BASE),test/bench/versions.sh '$(BASE)' wait,test/bench/wait.sh)
+
+bench-sql-edition:
+	BASE='$(BASE)' test/bench/sql_edition.sh
 
 bench-external:
 	$(if $(BASE),test/bench/versions.sh '$(BASE)' external,test/bench/external/run.sh)

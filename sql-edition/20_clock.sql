@@ -3,17 +3,19 @@
 -- edition's src/clock.c.  Times are integer microseconds from
 -- 2000-01-01 00:00 UTC, PostgreSQL's own count, as in src/algebra.c.
 
--- A timestamptz as microseconds (exact: extract gives a numeric).
+-- A timestamptz as microseconds (exact: extract gives a numeric).  STABLE
+-- as extract on a timestamptz is, so that the planner inlines it.
 CREATE FUNCTION _rl_us(t timestamptz)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
 AS $$SELECT (extract(epoch FROM t) * 1000000::numeric - 946684800000000::numeric)::bigint$$;
 
 -- Microseconds as a timestamptz: hours and the rest, each exact in the
--- double an interval is multiplied in.
+-- double an interval is multiplied in.  STABLE as timestamptz + interval
+-- is, so that the planner inlines it.
 CREATE FUNCTION _rl_ts(us bigint)
 RETURNS timestamptz
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
 AS $$SELECT '2000-01-01 00:00:00+00'::timestamptz
 	+ '1 hour'::interval * (us / 3600000000)::float8
 	+ '1 microsecond'::interval * (us % 3600000000)::float8$$;

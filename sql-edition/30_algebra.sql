@@ -57,23 +57,27 @@ BEGIN
 END
 $$;
 
--- valid_time
+-- valid_time.  It and the other small LANGUAGE sql helpers of a call's
+-- path (_rl_add_before_end, _rl_wait_until, _rl_floor_mod, _rl_elapsed,
+-- _rl_ceil_ms) are not STRICT, so that the planner inlines them (it
+-- inlines a STRICT function only when its body is strict, which a CASE or
+-- an AND is not); each gives NULL for a NULL argument all the same.
 CREATE FUNCTION _rl_valid_time(t bigint)
 RETURNS boolean
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT t >= -211813488000000000 AND t < 9223371331200000000$$;
 
 -- add_before_end: t + d (d >= 0) before RL_END_TIME; NULL when not.
 CREATE FUNCTION _rl_add_before_end(t bigint, d bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN t < 9223371331200000000 - d THEN t + d END$$;
 
 -- wait_until: from now until t, 0 when t is not later; NULL when that is
 -- more than RL_MAX_WAIT.
 CREATE FUNCTION _rl_wait_until(t bigint, now bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN t <= now THEN 0
 	WHEN t - 31557600000000000 <= now THEN t - now END$$;
 
@@ -95,7 +99,7 @@ $$;
 -- floor_mod
 CREATE FUNCTION _rl_floor_mod(a bigint, m bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN a % m < 0 THEN a % m + m ELSE a % m END$$;
 
 -- rl_window_start: the start of the window that contains t.
@@ -189,89 +193,63 @@ AS $$SELECT x IS NOT NULL AND x <> 'NaN' AND x <> 'Infinity' AND x <> '-Infinity
 	AND x <= 1e15::float8 AND CASE WHEN lo_inclusive THEN x >= lo ELSE x > lo END$$;
 
 -- fill_time: how long an untouched limit takes from its deepest to full.
+-- This and _rl_policy_problem are LANGUAGE sql, so that the planner
+-- inlines them into the policy check every call makes.
 CREATE FUNCTION _rl_fill_time(p _rl_policy)
 RETURNS float8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-AS $$
-DECLARE
-	span float8 := p.capacity + COALESCE(p.max_reserved, 0);
-BEGIN
-	IF p.kind = 'token bucket' THEN
-		RETURN span * p.period::float8 / p.rate;
-	END IF;
-	RETURN pg_catalog.ceil(span / p.rate) * p.period::float8;
-END
-$$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE WHEN p.kind = 'token bucket'
+	THEN (p.capacity + COALESCE(p.max_reserved, 0)) * p.period::float8 / p.rate
+	ELSE pg_catalog.ceil((p.capacity + COALESCE(p.max_reserved, 0)) / p.rate) * p.period::float8 END$$;
 
 -- rl_policy_problem (for the kinds with a rate): what is wrong, or NULL.
 CREATE FUNCTION _rl_policy_problem(p _rl_policy)
 RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-AS $$
-BEGIN
-	IF NOT _rl_amount_in_range(p.rate, 0::float8, false) THEN
-		RETURN 'rate must be a finite number greater than zero and at most 1e15';
-	END IF;
-	IF p.period <= 0 OR p.period > 3155760000000000 THEN
-		RETURN 'period must be greater than zero and at most 100 years';
-	END IF;
-	IF NOT _rl_amount_in_range(p.capacity, 0::float8, true) THEN
-		RETURN 'capacity must be a finite number between zero and 1e15';
-	END IF;
-	IF p.max_reserved IS NOT NULL AND NOT _rl_amount_in_range(p.max_reserved, 0::float8, true) THEN
-		RETURN 'max_reserved must be a finite number between zero and 1e15';
-	END IF;
-	IF p.shards < 1 OR p.shards > 1024 THEN
-		RETURN 'shards must be between 1 and 1024';
-	END IF;
-	IF p.start IS NOT NULL AND p.kind <> 'fixed window' AND p.kind <> 'sliding window' THEN
-		RETURN 'start applies only to fixed and sliding window limits';
-	END IF;
-	IF p.kind = 'sliding window' THEN
-		IF p.capacity <> p.rate THEN
-			RETURN 'the capacity of a sliding window limit is its rate';
-		END IF;
-		IF p.max_reserved IS NOT NULL THEN
-			RETURN 'a sliding window limit cannot reserve';
-		END IF;
-		IF p.shards <> 1 THEN
-			RETURN 'a sliding window limit cannot have shards';
-		END IF;
-	END IF;
-	IF _rl_fill_time(p) > 31557600000000000::float8 THEN
-		RETURN 'the limit would take more than 1000 years to refill';
-	END IF;
-	RETURN NULL;
-END
-$$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE
+	WHEN NOT _rl_amount_in_range(p.rate, 0::float8, false)
+		THEN 'rate must be a finite number greater than zero and at most 1e15'
+	WHEN p.period <= 0 OR p.period > 3155760000000000
+		THEN 'period must be greater than zero and at most 100 years'
+	WHEN NOT _rl_amount_in_range(p.capacity, 0::float8, true)
+		THEN 'capacity must be a finite number between zero and 1e15'
+	WHEN p.max_reserved IS NOT NULL AND NOT _rl_amount_in_range(p.max_reserved, 0::float8, true)
+		THEN 'max_reserved must be a finite number between zero and 1e15'
+	WHEN p.shards < 1 OR p.shards > 1024
+		THEN 'shards must be between 1 and 1024'
+	WHEN p.start IS NOT NULL AND p.kind <> 'fixed window' AND p.kind <> 'sliding window'
+		THEN 'start applies only to fixed and sliding window limits'
+	WHEN p.kind = 'sliding window' AND p.capacity <> p.rate
+		THEN 'the capacity of a sliding window limit is its rate'
+	WHEN p.kind = 'sliding window' AND p.max_reserved IS NOT NULL
+		THEN 'a sliding window limit cannot reserve'
+	WHEN p.kind = 'sliding window' AND p.shards <> 1
+		THEN 'a sliding window limit cannot have shards'
+	WHEN _rl_fill_time(p) > 31557600000000000::float8
+		THEN 'the limit would take more than 1000 years to refill'
+	END$$;
 
 -- rl_count_problem: what is wrong with a count for a valid policy, or NULL.
+-- LANGUAGE sql, so that a call's check inlines it: nothing is called when
+-- the count is fine.
 CREATE FUNCTION _rl_count_problem(p _rl_policy, count float8, reserve boolean)
 RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-AS $$
-BEGIN
-	IF NOT _rl_amount_in_range(count, 0::float8, false) THEN
-		RETURN 'count must be a finite number greater than zero and at most 1e15';
-	END IF;
-	IF reserve AND p.kind = 'sliding window' THEN
-		RETURN 'a sliding window limit cannot reserve';
-	END IF;
-	IF p.shards > 1 AND count > 2 * (p.capacity
-			+ CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0 END) / p.shards THEN
-		RETURN 'count exceeds what two shards of the limit can hold';
-	END IF;
-	IF NOT reserve AND count > p.capacity THEN
-		RETURN 'count exceeds the capacity of the limit';
-	END IF;
-	IF reserve AND count > p.capacity + _rl_reserve_depth(p) THEN
-		RETURN CASE WHEN p.max_reserved IS NOT NULL
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE
+	WHEN NOT _rl_amount_in_range(count, 0::float8, false)
+		THEN 'count must be a finite number greater than zero and at most 1e15'
+	WHEN reserve AND p.kind = 'sliding window'
+		THEN 'a sliding window limit cannot reserve'
+	WHEN p.shards > 1 AND count > 2 * (p.capacity
+			+ CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0 END) / p.shards
+		THEN 'count exceeds what two shards of the limit can hold'
+	WHEN NOT reserve AND count > p.capacity
+		THEN 'count exceeds the capacity of the limit'
+	WHEN reserve AND count > p.capacity + _rl_reserve_depth(p)
+		THEN CASE WHEN p.max_reserved IS NOT NULL
 			THEN 'count exceeds the capacity plus max_reserved of the limit'
-			ELSE 'count exceeds what the limit can reserve without max_reserved' END;
-	END IF;
-	RETURN NULL;
-END
-$$;
+			ELSE 'count exceeds what the limit can reserve without max_reserved' END
+	END$$;
 
 -- rl_initial_state: a key never seen before, full, counted from now (token
 -- bucket) or from the start of now's window.
@@ -299,7 +277,7 @@ $$;
 -- The exact difference b - a (b > a) of two valid times, as a double.
 CREATE FUNCTION _rl_elapsed(b bigint, a bigint)
 RETURNS float8
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN a >= 0 OR b <= 9000000000000000000 THEN (b - a)::float8
 	ELSE (b::numeric - a)::float8 END$$;
 
@@ -588,7 +566,7 @@ AS $$SELECT LEAST(pg_catalog.trunc(unit_random * period::float8)::bigint, period
 -- rl_ceil_ms: a duration in whole milliseconds, rounded up; 0 if none.
 CREATE FUNCTION _rl_ceil_ms(us bigint)
 RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN us <= 0 THEN 0
 	ELSE us / 1000 + CASE WHEN us % 1000::bigint <> 0 THEN 1 ELSE 0 END END$$;
 

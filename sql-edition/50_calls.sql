@@ -48,6 +48,15 @@ BEGIN
 END
 $$;
 
+-- Whether _rl_check_name_key would raise: LANGUAGE sql, so that rl_limit
+-- calls nothing for a name and a key that are fine.
+CREATE FUNCTION _rl_name_key_bad(name text, key text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT name IS NULL OR name = '' OR pg_catalog.octet_length(name) > 256
+	OR pg_catalog.strpos(name, E'\x1f') > 0
+	OR (key IS NOT NULL AND (key = '' OR pg_catalog.octet_length(key) > 1024))$$;
+
 -- rl_inet_key: an inet key as the text of its host address, an
 -- IPv4-mapped IPv6 address (::ffff:0:0/96) as its IPv4 address, as
 -- src/access.c keys it; an inet with a netmask is refused.
@@ -188,7 +197,7 @@ BEGIN
 			DETAIL = 'No limit of that name is defined, and the call''s config is NULL.',
 			HINT = 'Define it with rl_define(), or pass an inline config.';
 	END IF;
-	IF NOT for_reset THEN
+	IF NOT for_reset AND (t.policy).kind IN ('concurrency', 'concurrency lease') THEN
 		PERFORM _rl_require_rate(t);
 	END IF;
 	t.stored := CASE WHEN config IS DISTINCT FROM NULL
@@ -217,9 +226,10 @@ BEGIN
 		RETURN t;
 	END IF;
 	-- OPERATOR(pg_catalog.=): an "=" on rl_definitions made in the schema
-	-- would win over pg_catalog's record comparison
-	IF (CASE WHEN d::text IS NULL OR t.definition::text IS NULL
-		THEN d::text IS NULL AND t.definition::text IS NULL
+	-- would win over pg_catalog's record comparison.  A NULL name is no
+	-- row (name is the primary key): a test that prints neither row.
+	IF (CASE WHEN d.name IS NULL OR (t.definition).name IS NULL
+		THEN d.name IS NULL AND (t.definition).name IS NULL
 		ELSE d OPERATOR(pg_catalog.=) t.definition END) THEN
 		RETURN t;
 	END IF;
@@ -231,7 +241,9 @@ BEGIN
 			DETAIL = 'It was undefined while the call waited for its state.';
 	END IF;
 	t.policy := now_policy;
-	PERFORM _rl_require_rate(t);
+	IF now_policy.kind IN ('concurrency', 'concurrency lease') THEN
+		PERFORM _rl_require_rate(t);
+	END IF;
 	RETURN t;
 END
 $$;
@@ -401,11 +413,16 @@ DECLARE
 	wait_us float8;
 	n integer;
 BEGIN
-	PERFORM _rl_check_name_key(name, key);
+	-- the checks below call their helper only to raise its error
+	IF _rl_name_key_bad(name, key) IS NOT FALSE THEN
+		PERFORM _rl_check_name_key(name, key);
+	END IF;
 	IF count IS NULL THEN
 		RAISE EXCEPTION 'count must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	PERFORM _rl_require_flags(reserve, throws, jitter);
+	IF reserve IS NULL OR throws IS NULL OR jitter IS NULL THEN
+		PERFORM _rl_require_flags(reserve, throws, jitter);
+	END IF;
 	IF consuming AND wait IS NOT NULL THEN
 		wait_us := _rl_interval_usecs(wait);
 		IF NOT (wait_us >= 0 AND wait_us <= 31557600000000000::float8) THEN
@@ -432,20 +449,26 @@ BEGIN
 			HINT = 'Ask for what the key holds (rl_value), or use the C edition.';
 	END IF;
 	t := _rl_resolve(name, key, config, false, consuming);
-	IF consuming THEN
+	IF consuming AND pg_catalog.current_setting('transaction_read_only') = 'on' THEN
 		PERFORM _rl_require_writable('rl_limit()');
 	END IF;
-	PERFORM _rl_check_count(t.policy, count, reserve);
+	IF _rl_count_problem(t.policy, count, reserve) IS NOT NULL THEN
+		PERFORM _rl_check_count(t.policy, count, reserve);
+	END IF;
 	LOOP
 		s := _rl_read(t.stored, key, consuming);
 		IF consuming THEN
 			t := _rl_reread(t);
-			PERFORM _rl_check_count(t.policy, count, reserve);
+			IF _rl_count_problem(t.policy, count, reserve) IS NOT NULL THEN
+				PERFORM _rl_check_count(t.policy, count, reserve);
+			END IF;
 		END IF;
 		now := _rl_us(_rl_now());
 		d := _rl_decide(t.policy, _rl_origin(t, key), s, now, count, reserve);
 		EXIT WHEN NOT consuming OR NOT d.ok;
-		PERFORM _rl_check_state_time(d.state, now);
+		IF NOT _rl_valid_time((d.state).ts) THEN
+			PERFORM _rl_fail('time out of range', now);
+		END IF;
 		IF s.ts IS NOT NULL THEN
 			UPDATE ONLY rate_limits r SET value = (d.state).value,
 				ts = _rl_ts((d.state).ts), prev = (d.state).prev

@@ -25,6 +25,9 @@
 #   statistics: the per-call and end-to-end rows again with
 #   ratelimit.track_stats = off, in the same rounds, against on.
 #
+#   the SQL edition: sql_edition.sh (also make bench-sql-edition), its
+#   own cluster and its own table of issue 37's targets.
+#
 #   long transactions: calls while another session holds a REPEATABLE
 #   READ snapshot, against the same runs without (long.sh, also make
 #   bench-long): one hot key, 16 shards, 10,000 keys; the growth per call.
@@ -50,6 +53,7 @@
 # every section but the external one, which has its own (RL_EXT_SECONDS,
 # RL_EXT_ROUNDS, RL_EXT_CLIENTS: see external/run.sh); RL_BENCH_SKIP_ROUTER=1
 # skips the scale-out section (its clusters take a while to set up), and
+# RL_BENCH_SKIP_SQL_EDITION=1 the SQL edition's, and
 # RL_BENCH_SKIP_LONG=1 the long-transaction one (six minutes; its own
 # knob RL_BENCH_LONG_SECONDS), for quick checks of the rest.
 source "$(dirname "$0")/../lib.sh"
@@ -267,6 +271,15 @@ printf '%-52s %12s\n' "  the same rows packed (key built after loading)" "$footp
 printf '%-52s %11s%%\n' "HOT share of rate_limits updates, whole run" "$hot_limits"
 printf '%-52s %11s%%\n' "HOT share, one key per transaction (4 clients)" "$hot_pgbench"
 printf '%-52s %11s%%\n' "HOT share of the bare-UPDATE table, same run" "$hot_bare"
+
+# The SQL edition against the C edition: a cluster of its own
+# (sql_edition.sh), about two minutes, with its own table of targets.
+rl_stop_quietly
+if [ -n "${RL_BENCH_SKIP_SQL_EDITION:-}" ]; then
+	printf '\n%-52s\n' "SQL edition: skipped (RL_BENCH_SKIP_SQL_EDITION)"
+else
+	RL_BENCH_INSTALLED=1 BENCH_ROUNDS="$reps" RL_BENCH_SECONDS="$seconds" BASE= "$here/sql_edition.sh"
+fi
 
 # Long transactions: a cluster of its own (long.sh), about six minutes.
 rl_stop_quietly
