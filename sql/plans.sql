@@ -369,4 +369,22 @@ FROM unnest(ARRAY['sl', 'sl_m']) n;
 SELECT n, round(value::numeric, 2) FROM unnest(ARRAY['sl', 'sl_m']) n,
 	rl_value(n, 'k');
 SELECT n, ok FROM unnest(ARRAY['sl', 'sl_m']) n, rl_limit(n, 'k', 2);
-SELECT n, rl_undefine(n) FROM unnest(ARRAY['hop', 'hop_m', 'sl', 'sl_m']) n;
+-- and sliding windows of other periods keep what they counted: 200
+-- each 2 hours, all taken at 00:00; an hour on 100 an hour (the 200 stay
+-- counted, below its capacity) and back at 01:30: 0, as for a key that
+-- stayed
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SELECT rl_define(n, 'sliding window', 200, '2 hours', start => '2026-01-01',
+	storage => s)
+FROM (VALUES ('slp', 'table'), ('slp_m', 'memory')) v(n, s);
+SELECT n, rl_plan(n, 'hourly', 100, '1 hour'), (rl_limit(n, 'k', 200)).ok,
+	(rl_limit(n, 'stay', 200)).ok
+FROM unnest(ARRAY['slp', 'slp_m']) n;
+SELECT n, rl_assign(n, 'k', 'hourly') FROM unnest(ARRAY['slp', 'slp_m']) n;
+SET ratelimit.now_override = '2026-01-01 01:30:00+00';
+SELECT n, rl_unassign(n, 'k') FROM unnest(ARRAY['slp', 'slp_m']) n;
+SELECT n, k, (rl_limit(n, k, 200, partial => true)).granted
+FROM unnest(ARRAY['slp', 'slp_m']) n, unnest(ARRAY['k', 'stay']) k
+ORDER BY 1, 2;
+SELECT n, rl_undefine(n)
+FROM unnest(ARRAY['hop', 'hop_m', 'sl', 'sl_m', 'slp', 'slp_m']) n;

@@ -15,6 +15,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -135,6 +137,10 @@ typedef struct KeyHeld
 {
 	double		held;			/* what a call could take */
 	int64		until;			/* a fixed window's end (else 0) */
+	/* a sliding window's counts: its current window's, from since */
+	double		count;
+	double		prev;			/* and the window's before since */
+	int64		since;
 } KeyHeld;
 
 /*
@@ -163,6 +169,17 @@ leave_policy(RlTarget *target)
 	now = rl_clock_now();
 	out.held = rl_available(&before.policy, before.origin, state, now);
 	out.until = rl_window_end(&before.policy, before.origin, now);
+	out.count = 0;
+	out.prev = 0;
+	out.since = 0;
+	if (before.policy.kind == RL_SLIDING_WINDOW)
+	{
+		out.count = before.policy.capacity - state.value;
+		/* an unknown previous count is a full one, as the algebra reads it */
+		out.prev = isnan(state.prev) || state.prev < 0 ?
+			before.policy.capacity : state.prev;
+		out.since = rl_window_start(now, before.origin, before.policy.period);
+	}
 	return out;
 }
 
@@ -180,6 +197,22 @@ static void
 enter_policy(RlTarget *target, KeyHeld held)
 {
 	rl_target_resolve(target, NULL);
+	if (target->policy.kind == RL_SLIDING_WINDOW &&
+		(held.count > 0 || held.prev > 0))
+	{
+		/*
+		 * A sliding window counts its current window by what it has left
+		 * of its capacity: the counts that fall in the new policy's
+		 * current window (the old current window's, and the one before it
+		 * when that ends inside) stay counted, below zero if the new
+		 * capacity is smaller, so the window after remembers them.
+		 */
+		int64		start = rl_window_start(rl_clock_now(), target->origin,
+											target->policy.period);
+		double		count = held.count + (held.since > start ? held.prev : 0);
+
+		held.held = fmin(held.held, target->policy.capacity - count);
+	}
 	(void) rl_adjust(target, RL_ADJUST_MOVE, held.held, held.until);
 }
 
