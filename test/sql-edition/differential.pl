@@ -13,7 +13,8 @@
 # mixes every kind, whole and fractional counts, reservations,
 # max_reserved, throws, inline and defined names, redefinitions,
 # rl_limit_all, rl_check, rl_value, rl_reset, rl_refund, rl_penalize,
-# rl_block, bad input, and transactions rolled back
+# rl_block, rl_headers of answers and of hand-made results, rl_gc, the
+# view rl_status, bad input, and transactions rolled back
 # whole or to a savepoint.  Last, the rows each edition stored are
 # compared too.  Exits non-zero at the first difference, printing the
 # call.
@@ -95,6 +96,12 @@ my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'", "'10.1.2.3'::
 	"'2001:db8::1'::inet", "'::ffff:10.1.2.3'::inet", "'::FFFF:0A01:0203/128'::inet",
 	"'2001:DB8:0::1/128'::inet", "'::10.1.2.3'::inet", "'::ffff:10.1.2.0/120'::inet",
 	"'::ffff:0:0/96'::inet", "'10.1.2.0/24'::inet");
+
+# every stored row as rl_status shows it
+my $status = q{(SELECT COALESCE(string_agg(l, ' ; ' ORDER BY l COLLATE "C"), '') FROM (SELECT }
+	. q{format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', }
+	. q{name, key, shard, kind, rate, period, capacity, shards, value, ts, remaining, reset_after, idle, }
+	. q{stored_value, stored_ts, max_reserved, start, stored_prev) AS l FROM rl_status) s)};
 
 my @lines;
 my @what;    # what each output line is, for the report
@@ -207,6 +214,22 @@ for (my $n = 0; $n < $calls; $n++) {
 		emit_call("rl_undefine('$d->[0]')");
 		emit_call(define_sql(@$d));
 	}
+	elsif ($r < 0.975) {
+		# the HTTP fields of an answer, or of a hand-made result
+		my $res = "rl_check('$name', $key, $count$reserve$cfg)";
+		if (rand() < 0.3) {
+			$res = sprintf("ROW(%s, %s, %s, %s, NULL, NULL, NULL, NULL, NULL)::rl_result",
+				pick('true', 'false', 'NULL'),
+				pick('NULL', "'00:00:01.5'", "'-00:00:03'", "'00:00:00.000001'", "'1001 years'", "'0'"),
+				pick(0, 7.999, -2, '1e300', "'NaN'", 1e15, 3.5, 'NULL'),
+				pick("'00:00:01.000001'", "'-00:00:05'", "'00:01:00'", "'1001 years'", 'NULL'));
+		}
+		emit_call("rl_headers('$name', $res" . ($inline ? ", " . config_sql($p) : "") . ")");
+	}
+	elsif ($r < 0.98) {
+		# idle rows collected, and every row as rl_status shows it
+		emit_call(rand() < 0.5 ? "rl_gc(" . pick(10000, 10000, 0, -1, 'NULL') . ")" : $status);
+	}
 	else {
 		# bad input and the edges of the arguments
 		emit_call(pick("rl_limit('nope', 'k')", "rl_limit('', 'k')",
@@ -225,6 +248,7 @@ for (my $n = 0; $n < $calls; $n++) {
 	}
 }
 push @lines, "COMMIT;" if $in_xact;
+emit_call($status);
 # and at the end, what each edition stored: the same rows, an inline
 # policy's stored name included, and the same definitions
 push @lines, q{SELECT 'rate_limits ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, shard, value, ts, prev), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C", shard), '') FROM rate_limits;};

@@ -27,7 +27,9 @@ my %differs = (
 		'rl_now()',
 		'rl_token_bucket(double precision,interval,double precision,double precision,integer,text)',
 		'rl_fixed_window(double precision,interval,double precision,double precision,integer,timestamp with time zone,text,text)',
-		'rl_sliding_window(double precision,interval,timestamp with time zone,text)'),
+		'rl_sliding_window(double precision,interval,timestamp with time zone,text)',
+		'rl_inline_policy(text)',
+		'rl_status_row(rl_policy,text,text,double precision,timestamp with time zone,double precision)'),
 	'table rate_limits|comment on column prev' =>
 		'no escalating blocks: prev holds no offence score',
 	map({ ("table rl_definitions|comment on column $_" =>
@@ -48,16 +50,13 @@ my %lacks = (
 	(map { $_ => 'per-key overrides' } qw(rl_override rl_unoverride rl_plan
 		rl_unplan rl_assign rl_unassign rl_overrides rl_plans)),
 	rl_settle => 'costs known after the call',
-	rl_headers => 'HTTP fields',
-	rl_gc => 'no leases or memory store to collect',
 	rl_enforce => 'a trigger of the C edition',
 	(map { $_ => 'internal: the memory store, in shared memory' }
 		qw(rl_gc_memory rl_memory_forget rl_key_hash)),
-	(map { $_ => 'internal: statistics, in shared memory (the views rl_stats, rl_refused, rl_status)' }
-		qw(rl_stats_rows rl_stats_info_row rl_stats_reset rl_refused_rows rl_status_row)),
+	(map { $_ => 'internal: statistics, in shared memory (the views rl_stats, rl_refused)' }
+		qw(rl_stats_rows rl_stats_info_row rl_stats_reset rl_refused_rows)),
 	(map { $_ => 'internal: the C edition\'s definition cache' }
 		qw(rl_definitions_changed rl_definitions_guard)),
-	rl_inline_policy => 'internal: the C edition\'s check of an inline policy',
 	(map { $_ => 'internal: the C edition\'s role helpers; the SQL edition grants as 80_grants.sql says' }
 		qw(rl_grant_admin rl_grant_app rl_grant_set rl_revoke_admin rl_revoke_app)),
 );
