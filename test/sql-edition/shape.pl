@@ -50,7 +50,6 @@ my %lacks = (
 	(map { $_ => 'per-key overrides' } qw(rl_override rl_unoverride rl_plan
 		rl_unplan rl_assign rl_unassign rl_overrides rl_plans)),
 	rl_settle => 'costs known after the call',
-	rl_enforce => 'a trigger of the C edition',
 	(map { $_ => 'internal: the memory store, in shared memory' }
 		qw(rl_gc_memory rl_memory_forget rl_key_hash)),
 	(map { $_ => 'internal: statistics, in shared memory (the views rl_stats, rl_refused)' }
