@@ -154,7 +154,8 @@ $$;
 -- resolve (src/target.c): the definition, or the inline config for a name
 -- that has none.  for_reset: NULL, rather than an error, for a name with
 -- neither, and a concurrency limit is not refused.  writing: the call
--- writes state (see _rl_definition_row).
+-- writes state (see _rl_definition_row).  A key with an override has it
+-- in its policy (_rl_with_override).
 CREATE FUNCTION _rl_resolve(name text, key text, config rl_policy,
 	for_reset boolean, writing boolean)
 RETURNS _rl_target
@@ -191,6 +192,7 @@ BEGIN
 	IF NOT for_reset THEN
 		PERFORM _rl_require_rate(t);
 	END IF;
+	t.policy := _rl_with_override(t, for_reset);
 	t.stored := CASE WHEN config IS DISTINCT FROM NULL
 		THEN _rl_inline_row_name(name, t.policy) ELSE name END;
 	RETURN t;
@@ -221,6 +223,7 @@ BEGIN
 	IF (CASE WHEN d::text IS NULL OR t.definition::text IS NULL
 		THEN d::text IS NULL AND t.definition::text IS NULL
 		ELSE d OPERATOR(pg_catalog.=) t.definition END) THEN
+		t.policy := _rl_with_override(t, false);
 		RETURN t;
 	END IF;
 	t.definition := d;
@@ -232,6 +235,7 @@ BEGIN
 	END IF;
 	t.policy := now_policy;
 	PERFORM _rl_require_rate(t);
+	t.policy := _rl_with_override(t, false);
 	RETURN t;
 END
 $$;

@@ -227,16 +227,18 @@ REVOKE ALL ON FUNCTION rl_inline_policy(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION rl_inline_policy(text) TO PUBLIC;
 
 -- The policy a stored row is judged under: its name's definition as it
--- is now, or the policy in an inline name; NULL for a row the SQL edition
--- cannot judge (a hand-made name; a definition with what it does not have
--- yet) and for a concurrency limit's name (no tokens).
-CREATE FUNCTION _rl_row_policy(stored text)
+-- is now, with its key's override in (rl_key_policy), or the policy in an
+-- inline name; NULL for a row the SQL edition cannot judge (a hand-made
+-- name; a definition with what it does not have yet) and for a
+-- concurrency limit's name (no tokens).
+CREATE FUNCTION _rl_row_policy(stored text, key text)
 RETURNS _rl_policy
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
 	d rl_definitions;
 	p _rl_policy;
+	t _rl_target;
 BEGIN
 	IF pg_catalog.strpos(stored, E'\x1f') > 0 THEN
 		RETURN _rl_inline_row(stored);
@@ -251,7 +253,12 @@ BEGIN
 			OR null_value_not_allowed OR numeric_value_out_of_range THEN
 		RETURN NULL;
 	END;
-	RETURN p;
+	t.label := stored;
+	t.key := NULLIF(key, '');
+	t.defined := true;
+	t.definition := d;
+	t.policy := p;
+	RETURN _rl_with_override(t, false);
 END
 $$;
 
@@ -282,7 +289,7 @@ BEGIN
 	FOR r IN SELECT s.name, s.key, s.shard, s.value, _rl_us(s.ts) AS ts, s.prev
 			FROM ONLY rate_limits s LOOP
 		EXIT WHEN removed >= max_rows::bigint;
-		p := _rl_row_policy(r.name);
+		p := _rl_row_policy(r.name, r.key);
 		CONTINUE WHEN p.kind IS NULL OR r.shard >= p.shards;
 		CONTINUE WHEN NOT _rl_state_is_idle(p,
 			_rl_row_origin(p, r.name, r.key),
@@ -292,7 +299,7 @@ BEGIN
 		WHERE s.name = r.name AND s.key = r.key AND s.shard = r.shard
 		FOR UPDATE SKIP LOCKED;
 		CONTINUE WHEN NOT FOUND;
-		p := _rl_row_policy(r.name);
+		p := _rl_row_policy(r.name, r.key);
 		CONTINUE WHEN p.kind IS NULL OR r.shard >= p.shards;
 		CONTINUE WHEN NOT _rl_state_is_idle(p, _rl_row_origin(p, r.name, r.key),
 			locked, _rl_us(_rl_now()));
@@ -375,8 +382,7 @@ REVOKE ALL ON FUNCTION rl_status_row(rl_policy, text, text, float8, timestamptz,
 GRANT EXECUTE ON FUNCTION rl_status_row(rl_policy, text, text, float8, timestamptz, float8) TO PUBLIC;
 
 -- Monitoring.  Reads without locking; not granted to PUBLIC, since it
--- lists every key (user ids, addresses) the limiter has seen.  No key has
--- a plan in the SQL edition yet: plan is NULL.
+-- lists every key (user ids, addresses) the limiter has seen.
 CREATE VIEW rl_status AS
 SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	NULLIF(s.key, '') AS key,
@@ -397,10 +403,20 @@ SELECT pg_catalog.split_part(s.name, E'\x1f', 1) AS name,
 	(p.p).start,
 	(p.p).time_zone,
 	s.prev AS stored_prev,
-	NULL::text AS plan
+	o.plan
 FROM ONLY rate_limits s
 LEFT JOIN ONLY rl_definitions d ON d.name OPERATOR(pg_catalog.=) s.name
-CROSS JOIN LATERAL (SELECT CASE WHEN d.name IS NOT NULL THEN
+LEFT JOIN ONLY rl_overrides o ON o.name OPERATOR(pg_catalog.=) d.name
+	AND o.key OPERATOR(pg_catalog.=) s.key
+LEFT JOIN ONLY rl_plans pl ON pl.name OPERATOR(pg_catalog.=) o.name
+	AND pl.plan OPERATOR(pg_catalog.=) o.plan
+CROSS JOIN LATERAL (SELECT CASE WHEN o.name IS NOT NULL THEN
+		ROW(d.kind, COALESCE(o.rate, pl.rate),
+			COALESCE(o.period, pl.period, d.period),
+			COALESCE(o.capacity, pl.capacity),
+			COALESCE(o.max_reserved, pl.max_reserved), d.shards, d.start,
+			d.storage, d.time_zone)::rl_policy
+	WHEN d.name IS NOT NULL THEN
 		ROW(d.kind, d.rate, d.period, d.capacity, d.max_reserved, d.shards,
 			d.start, d.storage, d.time_zone)::rl_policy
 	ELSE rl_inline_policy(s.name)

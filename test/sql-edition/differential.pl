@@ -13,8 +13,10 @@
 # mixes every kind, whole and fractional counts, reservations,
 # max_reserved, throws, inline and defined names, redefinitions,
 # rl_limit_all, rl_check, rl_value, rl_reset, rl_refund, rl_penalize,
-# rl_block, rl_headers of answers and of hand-made results, rl_gc, the
-# view rl_status, bad input, and transactions rolled back
+# rl_block, overrides, plans and keys moved between them (rl_override,
+# rl_unoverride, rl_plan, rl_unplan, rl_assign, rl_unassign), rl_headers of
+# answers and of hand-made results, rl_gc, the view rl_status, bad input,
+# and transactions rolled back
 # whole or to a savepoint.  Last, the rows each edition stored are
 # compared too.  Exits non-zero at the first difference, printing the
 # call.
@@ -99,9 +101,12 @@ my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'", "'10.1.2.3'::
 
 # every stored row as rl_status shows it
 my $status = q{(SELECT COALESCE(string_agg(l, ' ; ' ORDER BY l COLLATE "C"), '') FROM (SELECT }
-	. q{format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', }
+	. q{format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', }
 	. q{name, key, shard, kind, rate, period, capacity, shards, value, ts, remaining, reset_after, idle, }
-	. q{stored_value, stored_ts, max_reserved, start, stored_prev) AS l FROM rl_status) s)};
+	. q{stored_value, stored_ts, max_reserved, start, stored_prev, plan) AS l FROM rl_status) s)};
+
+# keys as rl_override takes them (text; a number or an address as its text)
+my @text_keys = ("'alice'", "'bob'", "'42'", "'user:ü'", "'10.1.2.3'", "'2001:db8::1'", "NULL", "''");
 
 my @lines;
 my @what;    # what each output line is, for the report
@@ -214,6 +219,37 @@ for (my $n = 0; $n < $calls; $n++) {
 		emit_call("rl_undefine('$d->[0]')");
 		emit_call(define_sql(@$d));
 	}
+	elsif ($r < 0.965) {
+		# a key's own policy: overrides, plans, and keys moved between them
+		my $d = pick(@defined);
+		$d = pick(@inline) if rand() < 0.03;
+		my $k = pick(@text_keys);
+		my $a = rand();
+		my $numbers = pick(@rates) . (rand() < 0.5 ? ", " . pick(@periods) : ", NULL")
+			. (rand() < 0.4 ? ", capacity => " . pick(1, 2.5, 5, 20, 100) : "")
+			. (rand() < 0.2 ? ", max_reserved => " . pick(0, 1, 10) : "");
+		$numbers = pick("0", "NULL", "1, '101 years'", "1, capacity => 1e16", "'NaN'") if rand() < 0.05;
+		my $plan = pick("'free'", "'pro'", "'gold'");
+		$plan = pick("NULL", "''", "'nope'") if rand() < 0.05;
+		if ($a < 0.25) {
+			emit_call("rl_override('$d->[0]', $k, $numbers)");
+		}
+		elsif ($a < 0.35) {
+			emit_call("rl_unoverride('$d->[0]', $k)");
+		}
+		elsif ($a < 0.55) {
+			emit_call("rl_plan('$d->[0]', $plan, $numbers)");
+		}
+		elsif ($a < 0.6) {
+			emit_call("rl_unplan('$d->[0]', $plan)");
+		}
+		elsif ($a < 0.85) {
+			emit_call("rl_assign('$d->[0]', $k, $plan)");
+		}
+		else {
+			emit_call("rl_unassign('$d->[0]', $k)");
+		}
+	}
 	elsif ($r < 0.975) {
 		# the HTTP fields of an answer, or of a hand-made result
 		my $res = "rl_check('$name', $key, $count$reserve$cfg)";
@@ -224,7 +260,8 @@ for (my $n = 0; $n < $calls; $n++) {
 				pick(0, 7.999, -2, '1e300', "'NaN'", 1e15, 3.5, 'NULL'),
 				pick("'00:00:01.000001'", "'-00:00:05'", "'00:01:00'", "'1001 years'", 'NULL'));
 		}
-		emit_call("rl_headers('$name', $res" . ($inline ? ", " . config_sql($p) : "") . ")");
+		my $hkey = !$inline && rand() < 0.5 ? ", key => " . pick(@text_keys) : "";
+		emit_call("rl_headers('$name', $res" . ($inline ? ", " . config_sql($p) : "") . "$hkey)");
 	}
 	elsif ($r < 0.98) {
 		# idle rows collected, and every row as rl_status shows it
@@ -255,6 +292,10 @@ push @lines, q{SELECT 'rate_limits ' || COALESCE(string_agg(format('%s|%s|%s|%s|
 push @what, "the rows of rate_limits after the calls";
 push @lines, q{SELECT 'rl_definitions ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s', name, kind, rate, period, capacity, max_reserved, shards, start, storage), ' ; ' ORDER BY name COLLATE "C"), '') FROM rl_definitions;};
 push @what, "the rows of rl_definitions after the calls";
+push @lines, q{SELECT 'rl_plans ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, plan, rate, period, capacity, max_reserved), ' ; ' ORDER BY name COLLATE "C", plan COLLATE "C"), '') FROM rl_plans;};
+push @what, "the rows of rl_plans after the calls";
+push @lines, q{SELECT 'rl_overrides ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s', name, key, rate, period, capacity, max_reserved, plan), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C"), '') FROM rl_overrides;};
+push @what, "the rows of rl_overrides after the calls";
 
 my $dir = tempdir(CLEANUP => 1);
 my $try = <<'SQL';
@@ -275,7 +316,7 @@ $f$;
 SET timezone = 'UTC';
 SET datestyle = 'ISO';
 SET intervalstyle = 'postgres';
-TRUNCATE rate_limits, rl_definitions;
+TRUNCATE rate_limits, rl_definitions, rl_overrides, rl_plans;
 SQL
 open(my $fh, '>', "$dir/calls.sql") or die;
 print $fh $try, join("\n", @lines), "\n";
