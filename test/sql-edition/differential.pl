@@ -208,13 +208,13 @@ for (my $n = 0; $n < $calls; $n++) {
 	elsif ($r < 0.92) {
 		emit_call("rl_reset('$name', $key" . ($inline && rand() < 0.5 ? ", " . config_sql($p) : "") . ")");
 	}
-	elsif ($r < 0.95) {
+	elsif ($r < 0.94) {
 		# redefine: a new policy for a defined name (state is kept)
 		my $d = pick(@defined);
 		$d->[1] = policy();
 		emit_call(define_sql(@$d));
 	}
-	elsif ($r < 0.96) {
+	elsif ($r < 0.945) {
 		my $d = pick(@defined);
 		emit_call("rl_undefine('$d->[0]')");
 		emit_call(define_sql(@$d));
@@ -231,19 +231,21 @@ for (my $n = 0; $n < $calls; $n++) {
 		$numbers = pick("0", "NULL", "1, '101 years'", "1, capacity => 1e16", "'NaN'") if rand() < 0.05;
 		my $plan = pick("'free'", "'pro'", "'gold'");
 		$plan = pick("NULL", "''", "'nope'") if rand() < 0.05;
-		if ($a < 0.25) {
+		if ($a < 0.2) {
 			emit_call("rl_override('$d->[0]', $k, $numbers)");
 		}
-		elsif ($a < 0.35) {
+		elsif ($a < 0.28) {
 			emit_call("rl_unoverride('$d->[0]', $k)");
 		}
-		elsif ($a < 0.55) {
+		elsif ($a < 0.4) {
 			emit_call("rl_plan('$d->[0]', $plan, $numbers)");
 		}
-		elsif ($a < 0.6) {
+		elsif ($a < 0.43) {
 			emit_call("rl_unplan('$d->[0]', $plan)");
 		}
 		elsif ($a < 0.85) {
+			# a move to a plan, often one just (re)written
+			emit_call("rl_plan('$d->[0]', $plan, $numbers)") if rand() < 0.5;
 			emit_call("rl_assign('$d->[0]', $k, $plan)");
 		}
 		else {
