@@ -163,7 +163,8 @@ $$;
 -- resolve (src/target.c): the definition, or the inline config for a name
 -- that has none.  for_reset: NULL, rather than an error, for a name with
 -- neither, and a concurrency limit is not refused.  writing: the call
--- writes state (see _rl_definition_row).
+-- writes state (see _rl_definition_row).  A key with an override has it
+-- in its policy (_rl_with_override).
 CREATE FUNCTION _rl_resolve(name text, key text, config rl_policy,
 	for_reset boolean, writing boolean)
 RETURNS _rl_target
@@ -200,6 +201,7 @@ BEGIN
 	IF NOT for_reset AND (t.policy).kind IN ('concurrency', 'concurrency lease') THEN
 		PERFORM _rl_require_rate(t);
 	END IF;
+	t.policy := _rl_with_override(t, for_reset);
 	t.stored := CASE WHEN config IS DISTINCT FROM NULL
 		THEN _rl_inline_row_name(name, t.policy) ELSE name END;
 	RETURN t;
@@ -231,6 +233,7 @@ BEGIN
 	IF (CASE WHEN d.name IS NULL OR (t.definition).name IS NULL
 		THEN d.name IS NULL AND (t.definition).name IS NULL
 		ELSE d OPERATOR(pg_catalog.=) t.definition END) THEN
+		t.policy := _rl_with_override(t, false);
 		RETURN t;
 	END IF;
 	t.definition := d;
@@ -244,6 +247,7 @@ BEGIN
 	IF now_policy.kind IN ('concurrency', 'concurrency lease') THEN
 		PERFORM _rl_require_rate(t);
 	END IF;
+	t.policy := _rl_with_override(t, false);
 	RETURN t;
 END
 $$;

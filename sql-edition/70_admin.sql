@@ -99,6 +99,9 @@ BEGIN
 			USING ERRCODE = 'undefined_object';
 	END IF;
 	DELETE FROM ONLY rate_limits r WHERE r.name = rl_undefine.name;
+	-- its overrides and plans (the assignments first: they refer to plans)
+	DELETE FROM ONLY rl_overrides o WHERE o.name = rl_undefine.name;
+	DELETE FROM ONLY rl_plans p WHERE p.name = rl_undefine.name;
 END
 $$;
 COMMENT ON FUNCTION rl_undefine(text) IS

@@ -265,9 +265,19 @@ fi
 # and an error's LOCATION and CONTEXT lines are left out of the expected
 # output too: they name the source line that raised it, and PL/pgSQL's
 # call stack, which the C edition's errors do not have.
-# (not concurrency: it shows the C edition's lock tags in pg_locks, and
-# calls rl_gc and rl_status, which the SQL edition does not have yet)
-REGRESS=${RL_SQLED_REGRESS:-define limit fixed_window keys reserve transactions limit_all_prefixes}
+# (not concurrency: it shows the C edition's lock tags in pg_locks)
+REGRESS=${RL_SQLED_REGRESS:-define limit fixed_window keys reserve transactions limit_all_prefixes trigger_keys}
+# rl_headers, rl_status and rl_gc: their suites define sharded limits too,
+# so they run once the edition has shards
+if [ -z "${RL_SQLED_REGRESS:-}" ]; then
+	if plain_psql -U rl_app -d sqled -c "SET search_path = limits" -c "BEGIN" \
+		-c "SELECT rl_define('shards?', 'token bucket', 1, '1 second', shards => 2)" \
+		-c "ROLLBACK" >/dev/null 2>&1; then
+		REGRESS="$REGRESS http_headers status gc"
+	else
+		rl_log "not yet the suites http_headers, status and gc: the edition has no shards"
+	fi
+fi
 rl_log "regression suites against the SQL edition: $REGRESS"
 reg=$RL_TMP/sqled-regress
 rm -rf "$reg"
