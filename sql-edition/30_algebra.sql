@@ -279,7 +279,7 @@ CREATE FUNCTION _rl_elapsed(b bigint, a bigint)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN a >= 0 OR b <= 9000000000000000000 THEN (b - a)::float8
-	ELSE (b::numeric - a)::float8 END$$;
+	ELSE (b::numeric - a::numeric)::float8 END$$;
 
 -- rl_refill: a state brought forward to now without consuming.
 CREATE FUNCTION _rl_refill(p _rl_policy, origin bigint, s _rl_stored, now bigint)
@@ -322,7 +322,7 @@ BEGIN
 		IF w_to > w_from THEN
 			o.value := s.value + (CASE WHEN w_from >= 0 OR w_to <= 9000000000000000000
 					THEN (w_to - w_from) / p.period
-					ELSE ((w_to::numeric - w_from) / p.period)::bigint END)::float8 * p.rate;
+					ELSE ((w_to::numeric - w_from::numeric) / p.period::numeric)::bigint END)::float8 * p.rate;
 			o.ts := w_to;
 		END IF;
 	END IF;

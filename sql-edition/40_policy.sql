@@ -107,13 +107,17 @@ BEGIN
 			RAISE EXCEPTION 'time_zone applies only to fixed window limits'
 				USING ERRCODE = 'invalid_parameter_value';
 		END IF;
-		-- calendar_unit: 1 day, 1 week (7 days), 1 month or 1 year exactly
-		months := extract(year FROM period) * 12 + extract(month FROM period);
+		-- calendar_unit: 1 day, 1 week (7 days), 1 month or 1 year exactly.
+		-- Every operand numeric (literals with a point), so each operator
+		-- is pg_catalog's numeric one exactly: one of mixed types made in
+		-- the schema would match better and run here
+		months := extract(year FROM period) * 12.0 + extract(month FROM period);
 		days := extract(day FROM period);
-		usecs := extract(epoch FROM period) * 1000000
-			- ((pg_catalog.trunc(months / 12) * 36525 / 100 + pg_catalog.mod(months, 12) * 30 + days) * 86400000000);
-		IF NOT (usecs = 0 AND ((months = 0 AND days IN (1, 7))
-				OR (months IN (1, 12) AND days = 0))) THEN
+		usecs := extract(epoch FROM period) * 1000000.0
+			- ((pg_catalog.trunc(months / 12.0) * 36525.0 / 100.0
+				+ pg_catalog.mod(months, 12.0) * 30.0 + days) * 86400000000.0);
+		IF NOT (usecs = 0.0 AND ((months = 0.0 AND days IN (1.0, 7.0))
+				OR (months IN (1.0, 12.0) AND days = 0.0))) THEN
 			RAISE EXCEPTION 'with a time_zone, period must be 1 day, 1 week, 1 month or 1 year'
 				USING ERRCODE = 'invalid_parameter_value',
 				DETAIL = pg_catalog.format('The period is %s.', period);
