@@ -28,8 +28,7 @@ my %differs = (
 		'rl_token_bucket(double precision,interval,double precision,double precision,integer,text)',
 		'rl_fixed_window(double precision,interval,double precision,double precision,integer,timestamp with time zone,text,text)',
 		'rl_sliding_window(double precision,interval,timestamp with time zone,text)',
-		'rl_inline_policy(text)',
-		'rl_status_row(rl_policy,text,text,double precision,timestamp with time zone,double precision)'),
+		'rl_inline_policy(text)'),
 	'function rl_definitions_guard()|security definer' =>
 		'it calls the _rl_ helpers, which only the owner may call, for a hand edit by any role',
 	'table rate_limits|comment on column prev' =>
