@@ -257,8 +257,8 @@ BEGIN
 	IF reserve AND p.kind = 'sliding window' THEN
 		RETURN 'a sliding window limit cannot reserve';
 	END IF;
-	IF p.shards > 1 AND count > 2 * (p.capacity
-			+ CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0 END) / p.shards THEN
+	IF p.shards > 1 AND count > 2::float8 * (p.capacity
+			+ CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0::float8 END) / p.shards::float8 THEN
 		RETURN 'count exceeds what two shards of the limit can hold';
 	END IF;
 	IF NOT reserve AND count > p.capacity THEN

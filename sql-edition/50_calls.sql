@@ -259,6 +259,11 @@ BEGIN
 		RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value',
 			DETAIL = 'A call counts in the window it is made in; a reservation would count in one not yet begun.';
 	END IF;
+	IF p.shards > 1 THEN
+		RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = pg_catalog.format('The count is %s; each of the %s shards holds %s.',
+				_rl_printf_g(count, 6), p.shards, _rl_printf_g(p.capacity / p.shards::float8, 6));
+	END IF;
 	IF reserve AND p.max_reserved IS NULL THEN
 		RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value',
 			DETAIL = pg_catalog.format('The count is %s; the capacity is %s, and without max_reserved a reservation goes no deeper than %s below zero (the capacity, or less if the limit would take over 500 years to refill).',
@@ -436,7 +441,11 @@ BEGIN
 		PERFORM _rl_require_writable('rl_limit()');
 	END IF;
 	PERFORM _rl_check_count(t.policy, count, reserve);
-	LOOP
+	IF (t.policy).shards > 1 THEN
+		d := CASE WHEN consuming THEN _rl_consume_shards(t, key, count, reserve)
+			ELSE _rl_peek_shards(t, key, count, reserve) END;
+	END IF;
+	WHILE d.ok IS NULL LOOP
 		s := _rl_read(t.stored, key, consuming);
 		IF consuming THEN
 			t := _rl_reread(t);
@@ -493,6 +502,9 @@ DECLARE
 BEGIN
 	PERFORM _rl_check_name_key(name, key);
 	t := _rl_resolve(name, key, config, false, false);
+	IF (t.policy).shards > 1 THEN
+		RETURN _rl_current_shards(t, key);
+	END IF;
 	origin := _rl_origin(t, key);
 	s := _rl_read(t.stored, key, false);
 	now := _rl_us(_rl_now());
@@ -583,6 +595,9 @@ BEGIN
 	END IF;
 	t := _rl_resolve(name, key, config, false, true);
 	PERFORM _rl_require_writable('rl_' || adjustment || '()');
+	IF (t.policy).shards > 1 THEN
+		RETURN _rl_adjust_shards(t, key, adjustment, amount, dur);
+	END IF;
 	s := _rl_hold(t, key);
 	t := _rl_reread(t);
 	now := _rl_us(_rl_now());
