@@ -14,7 +14,13 @@
 # max_reserved, throws, inline and defined names, redefinitions,
 # rl_limit_all, rl_check, rl_value, rl_reset, rl_refund, rl_penalize,
 # rl_block, bad input, and transactions rolled back
-# whole or to a savepoint.  Last, the rows each edition stored are
+# whole or to a savepoint.  Sharded limits (2 to 8 shards, so that a call
+# probes every shard) play episodes from explicit shard rows: rl_check,
+# rl_value, refunds, penalties and blocks are compared whole, and the rows
+# they leave; rl_limit picks its shard at random in both editions, so of
+# its answer only what no pick changes is compared (ok, and granted and
+# capacity when granted; the whole answer when refused), and then the
+# tokens the key holds.  Last, the rows each edition stored are
 # compared too.  Exits non-zero at the first difference, printing the
 # call.
 use strict;
@@ -67,10 +73,19 @@ sub policy {
 	return \%p;
 }
 
+# A random sharded policy: a token bucket or fixed window of 2 to 8 shards.
+sub sharded_policy {
+	my $p;
+	do { $p = policy() } while $p->{kind} eq 'sliding window';
+	$p->{shards} = pick(2, 2, 3, 4, 8);
+	return $p;
+}
+
 sub define_sql {
 	my ($name, $p) = @_;
 	my $s = "rl_define('$name', '$p->{kind}', $p->{rate}, $p->{period}";
 	$s .= ", capacity => $p->{capacity}" if $p->{capacity} != $p->{rate};
+	$s .= ", shards => $p->{shards}" if defined $p->{shards};
 	$s .= ", max_reserved => $p->{max_reserved}" if defined $p->{max_reserved};
 	$s .= ", start => $p->{start}" if defined $p->{start};
 	return "$s)";
@@ -85,6 +100,7 @@ sub config_sql {
 	my $f = $p->{kind} eq 'token bucket' ? 'rl_token_bucket' : 'rl_fixed_window';
 	my $s = "$f($p->{rate}, $p->{period}, capacity => $p->{capacity}";
 	$s .= ", max_reserved => $p->{max_reserved}" if defined $p->{max_reserved};
+	$s .= ", shards => $p->{shards}" if defined $p->{shards};
 	$s .= ", start => $p->{start}" if defined $p->{start};
 	return "$s)";
 }
@@ -99,14 +115,91 @@ my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'", "'10.1.2.3'::
 my @lines;
 my @what;    # what each output line is, for the report
 sub emit_call {
-	my ($call) = @_;
+	my ($call, $wrapper) = @_;
+	$wrapper //= 'try';
 	(my $q = $call) =~ s/'/''/g;
-	push @lines, "SELECT pg_temp.try('$q');";
+	push @lines, "SELECT pg_temp.$wrapper('$q');";
 	push @what, $call;
 }
 
+my @sharded = map { ["s$_", sharded_policy()] } 0 .. 2;
+my @sharded_inline = map { ["j$_", sharded_policy()] } 0 .. 1;
+
+# One episode of a sharded limit (see the top).
+sub sharded_episode {
+	my $inline = rand() < 0.3;
+	my ($name, $p) = @{ $inline ? pick(@sharded_inline) : pick(@sharded) };
+	my $key = pick("'alice'", "'bob'", "NULL");
+	my $cfg = $inline ? config_sql($p) : undef;
+	my $n = $p->{shards};
+	my $per = $p->{capacity} / $n;
+	if (!$inline) {
+		# explicit rows: some shards missing, the rest anywhere from a
+		# deficit to full, counted from some time before now
+		(my $rowkey = $key) =~ s/^NULL$/''/;
+		my @rows;
+		for my $s (0 .. $n - 1) {
+			next if rand() < 0.3;
+			my $v = rand() < 0.2 ? $per : sprintf("%.4f", rand() * ($per + 1) - 1);
+			$v = int($v) if rand() < 0.3;
+			my $then = $now - int(rand(rand() < 0.5 ? 2_000_000 : 600_000_000));
+			my ($sec, $us) = (int($then / 1_000_000), $then % 1_000_000);
+			my @t = gmtime($sec);
+			push @rows, sprintf("('%s', %s, %d, %s, '%04d-%02d-%02d %02d:%02d:%02d.%06d+00')",
+				$name, $rowkey, $s, $v, $t[5] + 1900, $t[4] + 1, $t[3], $t[2], $t[1], $t[0], $us);
+		}
+		push @lines, "DELETE FROM rate_limits WHERE name = '$name';";
+		push @lines, "INSERT INTO rate_limits (name, key, shard, value, ts) VALUES "
+		  . join(', ', @rows) . ";" if @rows;
+	}
+	my $rest = $inline ? ", config => $cfg" : "";
+	my $count = pick(1, 1, 2, 0.5, $per, $per * 1.5, $per * 2, $per * 2 + 1,
+		sprintf("%.3f", rand() * $per * 2 + 0.001));
+	my $reserve = rand() < 0.2 ? ", reserve => true" : "";
+	my $throws = rand() < 0.05 ? ", throws => true" : "";
+	my $a = rand();
+	if ($a < 0.4) {
+		emit_call("rl_limit('$name', $key, $count$reserve$throws$rest)", 'try_picked');
+		emit_call("rl_value('$name', $key" . ($inline ? ", $cfg" : "") . ")", 'try_rounded');
+	}
+	elsif ($a < 0.6) {
+		emit_call("rl_check('$name', $key, $count$reserve$throws$rest)");
+	}
+	elsif ($a < 0.75) {
+		emit_call("rl_value('$name', $key" . ($inline ? ", $cfg" : "") . ")");
+	}
+	elsif ($a < 0.85 && !$inline) {
+		emit_call("rl_limit_all(ARRAY['$name', 'd0']::text[], ARRAY[$key, 'x']::text[], ARRAY[$count, 1]::float8[]$reserve)",
+			'try_picked');
+	}
+	else {
+		my $amount = pick(1, 0.5, 2, 3.7, $p->{capacity}, $per);
+		my $b = rand();
+		if ($b < 0.4) {
+			emit_call("rl_refund('$name', $key, $amount$rest)");
+		}
+		elsif ($b < 0.75) {
+			emit_call("rl_penalize('$name', $key, $amount$rest)");
+		}
+		else {
+			emit_call("rl_block('$name', $key, " . pick("'1 second'", "'10 seconds'", "'1 hour'") . "$rest)");
+		}
+		if (!$inline) {
+			push @lines, "SELECT 'rows ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s', key, shard, value, ts, prev), ' ; ' ORDER BY key COLLATE \"C\", shard), '') FROM rate_limits WHERE name = '$name';";
+			push @what, "the rows of $name after the adjustment";
+		}
+	}
+	# the shards a pick chose differ between the editions: forget them
+	if ($inline) {
+		emit_call("rl_reset('$name', $key, $cfg)");
+	}
+	else {
+		push @lines, "DELETE FROM rate_limits WHERE name = '$name';";
+	}
+}
+
 push @lines, "SET ratelimit.now_override = '" . clock_text() . "';";
-emit_call(define_sql(@$_)) for @defined;
+emit_call(define_sql(@$_)) for @defined, @sharded;
 
 my ($in_xact, $savepoint) = (0, 0);
 for (my $n = 0; $n < $calls; $n++) {
@@ -137,6 +230,16 @@ for (my $n = 0; $n < $calls; $n++) {
 		$in_xact = 0;
 	}
 
+	if (rand() < 0.12) {
+		if (rand() < 0.05) {
+			# redefine a sharded name: another number of shards
+			my $d = pick(@sharded);
+			$d->[1] = sharded_policy();
+			emit_call(define_sql(@$d));
+		}
+		sharded_episode();
+		next;
+	}
 	my $inline = rand() < 0.4;
 	my ($name, $p) = @{ $inline ? pick(@inline) : pick(@defined) };
 	my $key = pick(@keys);
@@ -246,6 +349,33 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
 	RETURN 'ERROR ' || st || ' ' || msg || ' / ' || COALESCE(det, '');
+END
+$f$;
+-- a sharded call's answer where its pick changes nothing: ok, and when
+-- granted what it took and the limit's size
+CREATE FUNCTION pg_temp.try_picked(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	r text := pg_temp.try(q);
+BEGIN
+	IF r NOT LIKE '(t,%' THEN
+		RETURN r;
+	END IF;
+	IF q LIKE 'rl_limit_all%' THEN
+		RETURN 'granted';
+	END IF;
+	RETURN format('granted %s of %s', (r::rl_result).granted, (r::rl_result).capacity);
+END
+$f$;
+-- a value that floating-point order may change in its last bits
+CREATE FUNCTION pg_temp.try_rounded(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	v float8;
+	t timestamptz;
+BEGIN
+	EXECUTE 'SELECT value, ts FROM ' || q INTO v, t;
+	RETURN round(v::numeric, 6) || ' ' || t;
+EXCEPTION WHEN OTHERS THEN
+	RETURN pg_temp.try(q);
 END
 $f$;
 SET timezone = 'UTC';
