@@ -108,8 +108,8 @@ BEGIN
 END
 $$;
 
--- The policy of a definition row, or NULL for no definition; what the SQL
--- edition does not have yet is refused (0A000).
+-- The policy of a definition row with its options, or NULL for no
+-- definition; what the SQL edition does not have yet is refused (0A000).
 CREATE FUNCTION _rl_definition(d rl_definitions)
 RETURNS _rl_policy
 LANGUAGE plpgsql STABLE
@@ -118,15 +118,14 @@ BEGIN
 	IF d.name IS NULL THEN
 		RETURN NULL;
 	END IF;
-	IF d.shadow OR d.block_for IS NOT NULL OR d.block_factor IS NOT NULL
-			OR d.ipv4_prefix IS NOT NULL OR d.ipv6_prefix IS NOT NULL
+	IF d.ipv4_prefix IS NOT NULL OR d.ipv6_prefix IS NOT NULL
 			OR d.max_debt IS NOT NULL THEN
-		RAISE EXCEPTION 'rate limit "%" uses shadow mode, block_for, an address prefix or max_debt, which the SQL edition of ratelimit does not have yet', d.name
+		RAISE EXCEPTION 'rate limit "%" uses an address prefix or max_debt, which the SQL edition of ratelimit does not have yet', d.name
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Define it without them, or use the C edition.';
 	END IF;
-	RETURN _rl_policy_of(d.kind, d.rate, d.period, d.capacity, d.max_reserved,
-		d.shards, d.start, d.storage, d.time_zone);
+	RETURN _rl_definition_options(d, _rl_policy_of(d.kind, d.rate, d.period,
+		d.capacity, d.max_reserved, d.shards, d.start, d.storage, d.time_zone));
 END
 $$;
 
@@ -385,7 +384,7 @@ SELECT ROW(d.ok,
 		THEN pg_catalog.floor(d.remaining) ELSE d.remaining END,
 	_rl_interval(d.reset_after),
 	p.capacity,
-	d.ok AND (NOT d.has_retry OR d.retry_after <= 0),
+	d.ok AND (d.shadowed IS TRUE OR NOT d.has_retry OR d.retry_after <= 0),
 	CASE WHEN d.has_retry THEN _rl_ceil_ms(d.retry_after) END,
 	_rl_ceil_ms(d.reset_after),
 	CASE WHEN d.ok THEN count ELSE 0 END)::rl_result
@@ -470,6 +469,10 @@ BEGIN
 		EXIT WHEN n = 1;
 		-- another transaction created the row and committed: lock it
 	END LOOP;
+	d := _rl_apply_shadow(t, d);
+	IF NOT throws AND pg_catalog.current_setting('transaction_read_only') = 'off' THEN
+		d := _rl_apply_block(t, key, count, reserve, d);
+	END IF;
 	IF jitter AND NOT d.ok THEN
 		d.retry_after := d.retry_after + _rl_jitter((t.policy).period, pg_catalog.random());
 	END IF;
