@@ -404,6 +404,7 @@ DECLARE
 	now bigint;
 	wait_us float8;
 	n integer;
+	sharded boolean := false;
 BEGIN
 	PERFORM _rl_check_name_key(name, key);
 	IF count IS NULL THEN
@@ -443,8 +444,9 @@ BEGIN
 	IF (t.policy).shards > 1 THEN
 		d := CASE WHEN consuming THEN _rl_consume_shards(t, key, count, reserve)
 			ELSE _rl_peek_shards(t, key, count, reserve) END;
+		sharded := true;
 	END IF;
-	WHILE d.ok IS NULL LOOP
+	WHILE NOT sharded LOOP
 		s := _rl_read(t.stored, key, consuming);
 		IF consuming THEN
 			t := _rl_reread(t);

@@ -105,7 +105,35 @@ sub config_sql {
 	return "$s)";
 }
 
+# A random policy with a defined limit's options: shadow mode, or
+# block_for, with escalation now and then (not for a sliding window).
+sub options_policy {
+	my $p = policy();
+	if (rand() < 0.3) {
+		$p->{options} = ", shadow => true";
+		$p->{options} .= ", block_for => '1 minute'" if rand() < 0.3;
+		return $p;
+	}
+	$p->{options} = ", block_for => " . pick("'1 second'", "'10 seconds'", "'1 minute'", "'7 minutes'");
+	if ($p->{kind} ne 'sliding window' && rand() < 0.6) {
+		$p->{options} .= ", block_factor => " . pick(1, 2, 1.5, 3);
+		$p->{options} .= ", block_max => " . pick("'1 hour'", "'10 minutes'") if rand() < 0.6;
+		$p->{options} .= ", block_horizon => " . pick("'1 hour'", "'5 minutes'", "'1 day'") if rand() < 0.6;
+	}
+	return $p;
+}
+
+sub define_options_sql {
+	my ($name, $p) = @_;
+	my $s = define_sql($name, $p);
+	$s =~ s/\)$/$p->{options})/ if defined $p->{options};
+	return $s;
+}
+
 my @defined = map { ["d$_", policy()] } 0 .. 4;
+# names with options (shadow mode, block_for, escalation), called as the
+# defined names are
+my @optioned = map { ["o$_", options_policy()] } 0 .. 2;
 my @inline = map { ["i$_", policy()] } 0 .. 3;
 my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'", "'10.1.2.3'::inet",
 	"'2001:db8::1'::inet", "'::ffff:10.1.2.3'::inet", "'::FFFF:0A01:0203/128'::inet",
@@ -200,6 +228,7 @@ sub sharded_episode {
 
 push @lines, "SET ratelimit.now_override = '" . clock_text() . "';";
 emit_call(define_sql(@$_)) for @defined, @sharded;
+emit_call(define_options_sql(@$_)) for @optioned;
 
 my ($in_xact, $savepoint) = (0, 0);
 for (my $n = 0; $n < $calls; $n++) {
@@ -241,7 +270,7 @@ for (my $n = 0; $n < $calls; $n++) {
 		next;
 	}
 	my $inline = rand() < 0.4;
-	my ($name, $p) = @{ $inline ? pick(@inline) : pick(@defined) };
+	my ($name, $p) = @{ $inline ? pick(@inline) : rand() < 0.3 ? pick(@optioned) : pick(@defined) };
 	my $key = pick(@keys);
 	my $cfg = $inline ? ", config => " . config_sql($p) : "";
 	my $count = pick(1, 1, 1, 1, 1, 1, 2, 3, 0.5, 1.7, $p->{capacity},
@@ -260,7 +289,7 @@ for (my $n = 0; $n < $calls; $n++) {
 		my $m = 1 + int(rand(4));
 		my (@n, @k, @c);
 		for (1 .. $m) {
-			my $l = rand() < 0.95 ? pick(@defined) : pick(@inline);
+			my $l = rand() < 0.95 ? pick(@defined, @optioned) : pick(@inline);
 			push @n, "'$l->[0]'";
 			my $key = pick(@keys);
 			$key =~ s/::(bigint|inet)//;
@@ -309,6 +338,10 @@ for (my $n = 0; $n < $calls; $n++) {
 		my $d = pick(@defined);
 		emit_call("rl_undefine('$d->[0]')");
 		emit_call(define_sql(@$d));
+		# and options, changed on a name with state
+		my $o = pick(@optioned);
+		$o->[1] = options_policy();
+		emit_call(define_options_sql(@$o));
 	}
 	else {
 		# bad input and the edges of the arguments
@@ -324,7 +357,17 @@ for (my $n = 0; $n < $calls; $n++) {
 			"rl_value('nope')", "rl_reset('nope', 'k')", "rl_undefine('nope')",
 			"rl_limit('d0', '10.0.0.0/8'::inet)",
 			"rl_limit('d0', 'k', partial => true, reserve => true)",
-			"rl_limit('d0', 'k', partial => NULL)"));
+			"rl_limit('d0', 'k', partial => NULL)",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_factor => 2)",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '1 second', block_factor => 0.5)",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '1 second', block_factor => 'NaN')",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_max => '1 hour')",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '1 hour', block_factor => 2, block_max => '1 minute')",
+			"rl_define('bad', 'sliding window', 1, '1 second', block_for => '1 hour', block_factor => 2)",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '0 seconds')",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '101 years')",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '1 hour', block_factor => 2, block_horizon => '0.1 microseconds')",
+			"rl_define('bad', 'token bucket', 4, '1 second', shards => 2, block_for => '1 second')"));
 	}
 }
 push @lines, "COMMIT;" if $in_xact;
@@ -332,7 +375,7 @@ push @lines, "COMMIT;" if $in_xact;
 # policy's stored name included, and the same definitions
 push @lines, q{SELECT 'rate_limits ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, shard, value, ts, prev), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C", shard), '') FROM rate_limits;};
 push @what, "the rows of rate_limits after the calls";
-push @lines, q{SELECT 'rl_definitions ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s', name, kind, rate, period, capacity, max_reserved, shards, start, storage), ' ; ' ORDER BY name COLLATE "C"), '') FROM rl_definitions;};
+push @lines, q{SELECT 'rl_definitions ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', name, kind, rate, period, capacity, max_reserved, shards, start, storage, shadow, block_for, block_factor, block_max, block_horizon), ' ; ' ORDER BY name COLLATE "C"), '') FROM rl_definitions;};
 push @what, "the rows of rl_definitions after the calls";
 
 my $dir = tempdir(CLEANUP => 1);
