@@ -8,11 +8,14 @@
 -- waiting; a missing shard is full, and the lowest missing one is created
 -- in its place.  When none serves alone, the two fullest probed decide the
 -- call together and, when they would grant it, are locked and decide it
--- again.  A call never waits for a shard: when the shards that could
--- serve it are in use by other transactions it is refused, with
--- retry_after zero when they could serve it (the C edition may wait for
--- one instead).  Refunds, penalties and blocks hold every shard, waiting
--- in ascending shard order, so two of them queue rather than deadlock.
+-- again.  When the shards that could serve it are in use by other
+-- transactions, a call locks a pair without waiting, or waits for the
+-- fuller of a pair only when its transaction holds no shard of the key
+-- (held.c; here a transaction-local setting, undone with the locks by a
+-- rollback to a savepoint); else it is refused, with retry_after zero
+-- when the busy shards could serve it.  Refunds, penalties and blocks
+-- hold every shard, waiting in ascending shard order, so two of them
+-- queue rather than deadlock.
 
 -- A decision over the one or two shards a call holds (RlShardDecision).
 CREATE TYPE _rl_shard_decision AS (
@@ -257,6 +260,33 @@ LANGUAGE sql IMMUTABLE
 AS $$SELECT CASE WHEN s.ts IS NULL THEN p.capacity
 	ELSE (_rl_refill(p, origin, s, now)).value END$$;
 
+-- The setting that lists the keys a transaction holds a shard of.
+CREATE FUNCTION _rl_held_tag(t _rl_target, key text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$SELECT pg_catalog.md5(t.stored || E'\x1f' || COALESCE(key, '')) || ','$$;
+
+-- rl_held_note: the transaction holds a shard of the key.
+CREATE FUNCTION _rl_note_held(t _rl_target, key text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	held text := COALESCE(pg_catalog.current_setting('ratelimit_sql.held_shards', true), '');
+BEGIN
+	IF pg_catalog.strpos(held, _rl_held_tag(t, key)) = 0 THEN
+		PERFORM pg_catalog.set_config('ratelimit_sql.held_shards', held || _rl_held_tag(t, key), true);
+	END IF;
+END
+$$;
+
+-- rl_held_highest >= 0: the transaction holds a shard of the key.
+CREATE FUNCTION _rl_holds_key(t _rl_target, key text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$SELECT pg_catalog.strpos(COALESCE(pg_catalog.current_setting('ratelimit_sql.held_shards', true), ''),
+	_rl_held_tag(t, key)) > 0$$;
+
 -- try_hold_shard: lock one shard without waiting, creating it full when
 -- it has no row; its state, or NULL when another transaction holds it.
 CREATE FUNCTION _rl_try_hold_shard(t _rl_target, key text, shard integer)
@@ -273,6 +303,7 @@ BEGIN
 			AND r.shard = _rl_try_hold_shard.shard::smallint
 		FOR NO KEY UPDATE SKIP LOCKED;
 		IF s.ts IS NOT NULL THEN
+			PERFORM _rl_note_held(t, key);
 			RETURN s;
 		END IF;
 		EXIT WHEN attempt = 2 OR EXISTS (SELECT FROM ONLY rate_limits r
@@ -327,6 +358,84 @@ BEGIN
 	END IF;
 	d.write := ARRAY[false, false];
 	RETURN d;
+END
+$$;
+
+-- hold_shards: of a pair of shards (prefer, or two at random), the fuller
+-- first, lock without waiting one that serves the call alone, or both;
+-- when both are busy, wait for the fuller unless the transaction holds a
+-- shard of the key (it could wait for a holder that waits for it).
+-- Returns the shards held, then -1, then the shards left busy.
+CREATE FUNCTION _rl_hold_shards(t _rl_target, key text, count float8, prefer integer[])
+RETURNS integer[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	nshards integer := (t.policy).shards;
+	sp _rl_policy := _rl_policy_shard(t.policy);
+	origin bigint := _rl_origin(t, key);
+	pick integer[];
+	all_ _rl_stored[];
+	now bigint;
+	held integer[];
+	s _rl_stored;
+	i integer;
+BEGIN
+	FOR attempt IN 0 .. 100 LOOP
+		IF attempt = 100 THEN
+			RAISE EXCEPTION 'could not lock rate limit state after % attempts', attempt + 1
+				USING ERRCODE = 'lock_not_available';
+		END IF;
+		IF attempt = 0 AND prefer IS NOT NULL THEN
+			pick := prefer;
+		ELSE
+			pick[1] := pg_catalog.floor(pg_catalog.random() * nshards::float8)::integer;
+			pick[2] := (pick[1] + 1 + pg_catalog.floor(pg_catalog.random()
+				* (nshards - 1)::float8)::integer) % nshards;
+		END IF;
+		all_ := _rl_read_shards(t.stored, key, nshards);
+		now := _rl_us(_rl_now());
+		IF _rl_shard_value(sp, origin, all_[pick[2] + 1], now)
+				> _rl_shard_value(sp, origin, all_[pick[1] + 1], now) THEN
+			pick := ARRAY[pick[2], pick[1]];
+		END IF;
+		held := '{}';
+		-- rows that exist first, then the rest; stop once one serves alone
+		FOREACH i IN ARRAY CASE WHEN (all_[pick[1] + 1]).ts IS NULL
+				AND (all_[pick[2] + 1]).ts IS NOT NULL THEN ARRAY[2, 1] ELSE ARRAY[1, 2] END LOOP
+			s := _rl_try_hold_shard(t, key, pick[i]);
+			CONTINUE WHEN s.ts IS NULL;
+			held := pg_catalog.array_append(held, pick[i]);
+			IF pg_catalog.cardinality(held) = 1
+					AND (_rl_refill(sp, origin, s, _rl_us(_rl_now()))).value >= count THEN
+				RETURN pg_catalog.array_append(held, -1);
+			END IF;
+		END LOOP;
+		IF pg_catalog.cardinality(held) = 2 THEN
+			RETURN pg_catalog.array_append(held, -1);
+		END IF;
+		IF pg_catalog.cardinality(held) = 1 THEN
+			RETURN pg_catalog.array_cat(held, ARRAY[-1, CASE WHEN held[1] = pick[1] THEN pick[2] ELSE pick[1] END]);
+		END IF;
+		-- both busy
+		IF _rl_holds_key(t, key) THEN
+			RETURN pg_catalog.array_prepend(-1, pick);
+		END IF;
+		SELECT r.value, _rl_us(r.ts), r.prev INTO s FROM ONLY rate_limits r
+		WHERE r.name = t.stored AND r.key = COALESCE(_rl_hold_shards.key, '')
+			AND r.shard = pick[1]::smallint
+		FOR NO KEY UPDATE;
+		IF s.ts IS NOT NULL THEN
+			PERFORM _rl_note_held(t, key);
+			IF (_rl_refill(sp, origin, s, _rl_us(_rl_now()))).value >= count THEN
+				RETURN ARRAY[pick[1], -1];
+			END IF;
+			IF _rl_try_hold_shard(t, key, pick[2]) IS NULL THEN
+				RETURN ARRAY[pick[1], -1, pick[2]];
+			END IF;
+			RETURN ARRAY[pick[1], pick[2], -1];
+		END IF;
+	END LOOP;
 END
 $$;
 
@@ -425,40 +534,16 @@ BEGIN
 		IF NOT d.ok THEN
 			RETURN _rl_shard_answer(d);
 		END IF;
-		-- hold the pair, the fuller first, without waiting
 		pair := ARRAY[ord[a], ord[b]];
-		all_ := ARRAY[_rl_try_hold_shard(t, key, pair[1]), _rl_try_hold_shard(t, key, pair[2])];
-		t := _rl_reread(t);
-		PERFORM _rl_check_count(t.policy, count, reserve);
-		sp := _rl_policy_shard(t.policy);
-		IF (all_[1]).ts IS NULL OR (all_[2]).ts IS NULL THEN
-			d := _rl_decide_with_busy(t, key,
-				CASE WHEN (all_[1]).ts IS NOT NULL THEN ARRAY[all_[1]]
-					WHEN (all_[2]).ts IS NOT NULL THEN ARRAY[all_[2]]
-					ELSE '{}'::_rl_stored[] END,
-				CASE WHEN (all_[1]).ts IS NULL AND (all_[2]).ts IS NULL THEN pair
-					WHEN (all_[1]).ts IS NULL THEN ARRAY[pair[1]]
-					ELSE ARRAY[pair[2]] END,
-				count, reserve);
-			RETURN _rl_shard_answer(d);
-		END IF;
-		now := _rl_us(_rl_now());
-		d := _rl_decide_shards(sp, origin, all_, now, count, reserve);
-		IF d.ok THEN
-			FOR i IN 1 .. 2 LOOP
-				PERFORM _rl_check_state_time(d.state[i], now);
-			END LOOP;
-			FOR i IN 1 .. 2 LOOP
-				IF d.write[i] THEN
-					PERFORM _rl_write_shard(t, key, pair[i], d.state[i]);
-				END IF;
-			END LOOP;
-		END IF;
-		RETURN _rl_shard_answer(d);
+		RETURN _rl_consume_held(t, key, count, reserve, _rl_hold_shards(t, key, count, pair));
 	END IF;
 
 	-- the shards that serve alone are busy: refused, minding the pair of
-	-- the fullest free one that cannot serve (if any) and the fullest busy
+	-- the fullest free one that cannot serve and the fullest busy; with no
+	-- free one, a pair at random is held (hold_shards)
+	IF NOT (true = ANY (free_short)) THEN
+		RETURN _rl_consume_held(t, key, count, reserve, _rl_hold_shards(t, key, count, NULL));
+	END IF;
 	a := NULL;
 	b := NULL;
 	FOR p IN 1 .. probes LOOP
@@ -477,6 +562,26 @@ BEGIN
 	d := _rl_decide_with_busy(t, key,
 		CASE WHEN a IS NULL THEN '{}'::_rl_stored[] ELSE ARRAY[seen[a]] END,
 		ARRAY[ord[b]], count, reserve);
+	RETURN _rl_shard_answer(d);
+END
+$$;
+
+-- Decide a call over the shards _rl_hold_shards held, at a time read
+-- after the locks and under the definition read again, and write a grant.
+CREATE FUNCTION _rl_consume_held(t _rl_target, key text, count float8,
+	reserve boolean, holding integer[])
+RETURNS _rl_decision
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	d _rl_shard_decision;
+BEGIN
+	t := _rl_reread(t);
+	PERFORM _rl_check_count(t.policy, count, reserve);
+	d := _rl_decide_held_shards(t, key, holding, count, reserve);
+	IF d.ok THEN
+		PERFORM _rl_write_held_shards(t, key, holding, d);
+	END IF;
 	RETURN _rl_shard_answer(d);
 END
 $$;
@@ -612,6 +717,7 @@ BEGIN
 			ON CONFLICT DO NOTHING;
 		END LOOP;
 		states[i + 1] := s;
+		PERFORM _rl_note_held(t, key);
 	END LOOP;
 	t := _rl_reread(t);
 	sp := _rl_policy_shard(t.policy);
@@ -650,8 +756,8 @@ $$;
 -- table_hold, for rl_limit_all on a sharded limit: of the shards that,
 -- read without a lock, serve the call alone, up to 8 in random order are
 -- locked without waiting, and the first that still serves is held;
--- otherwise the two fullest (the pair rl_check decides on) are locked
--- without waiting.  Returns the shards held, then -1, then the shards
+-- otherwise the two fullest (the pair rl_check decides on) are held as
+-- _rl_hold_shards holds a pair.  Returns the shards held, then -1, then the shards
 -- left busy.
 CREATE FUNCTION _rl_hold_shards_all(t _rl_target, key text, count float8)
 RETURNS integer[]
@@ -671,8 +777,6 @@ DECLARE
 	va float8 := 0;
 	vb float8 := 0;
 	v float8;
-	held integer[] := '{}';
-	busy integer[] := '{}';
 	p integer;
 BEGIN
 	FOR p IN SELECT g.s FROM pg_catalog.generate_series(0, nshards - 1) AS g(s)
@@ -707,15 +811,7 @@ BEGIN
 			vb := v;
 		END IF;
 	END LOOP;
-	FOREACH shard IN ARRAY ARRAY[a - 1, b - 1] LOOP
-		s := _rl_try_hold_shard(t, key, shard);
-		IF s.ts IS NULL THEN
-			busy := pg_catalog.array_append(busy, shard);
-		ELSE
-			held := pg_catalog.array_append(held, shard);
-		END IF;
-	END LOOP;
-	RETURN held || ARRAY[-1] || busy;
+	RETURN _rl_hold_shards(t, key, count, ARRAY[a - 1, b - 1]);
 END
 $$;
 

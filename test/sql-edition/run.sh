@@ -112,7 +112,7 @@ plant() {
 plain_psql -U postgres -d sqled -c "GRANT USAGE, CREATE ON SCHEMA limits TO rl_peer"
 rl_log "planting operators and functions in the schema, before the install"
 plant tle
-PGOPTIONS="-c search_path=limits" plain_psql -1 -U rl_app -d sqled -f "$install" >/dev/null ||
+PGOPTIONS="-c search_path=limits -c zz_planted.installing=on" plain_psql -1 -U rl_app -d sqled -f "$install" >/dev/null ||
 	fail "the install failed"
 rl_log "planting operators and functions in the schema, after the install"
 plant sqled
@@ -220,7 +220,8 @@ $on"
 # cache_miss_race: the SQL edition has none, and reads every definition)
 SPECS=${RL_SQLED_SPECS:-last_token new_key savepoint reservations isolation_levels \
 	new_key_levels reads_never_block definition_cache hand_edits timeouts \
-	held_grant limit_all_order limit_all_prefixes}
+	held_grant limit_all_order limit_all_prefixes block_race shards_both_busy \
+	shards_holder_nowait shards_multixact shards_skip}
 SPECS=$(echo $SPECS)
 rl_log "isolation specs against the SQL edition: $SPECS"
 iso=$RL_TMP/sqled-iso
@@ -254,7 +255,7 @@ fi
 # and an error's LOCATION and CONTEXT lines are left out of the expected
 # output too: they name the source line that raised it, and PL/pgSQL's
 # call stack, which the C edition's errors do not have.
-REGRESS=${RL_SQLED_REGRESS:-define limit fixed_window keys reserve transactions limit_all_prefixes}
+REGRESS=${RL_SQLED_REGRESS:-define limit fixed_window keys reserve transactions limit_all_prefixes shards}
 rl_log "regression suites against the SQL edition: $REGRESS"
 reg=$RL_TMP/sqled-regress
 rm -rf "$reg"
