@@ -28,12 +28,11 @@ my %differs = (
 		'rl_token_bucket(double precision,interval,double precision,double precision,integer,text)',
 		'rl_fixed_window(double precision,interval,double precision,double precision,integer,timestamp with time zone,text,text)',
 		'rl_sliding_window(double precision,interval,timestamp with time zone,text)'),
-	'table rate_limits|comment on column prev' =>
-		'no escalating blocks: prev holds no offence score',
+	'table rl_definitions|comment on column shadow' =>
+		'the C edition\'s comment adds that its refusals count in rl_stats, which needs shared memory',
 	map({ ("table rl_definitions|comment on column $_" =>
 		'the column\'s comment tells of a feature the SQL edition does not have yet') }
-		qw(storage shadow block_for block_factor block_max block_horizon
-		time_zone ipv4_prefix ipv6_prefix max_debt)),
+		qw(storage time_zone ipv4_prefix ipv6_prefix max_debt)),
 );
 # Objects only the SQL edition has, and why.
 my %sql_only = (
