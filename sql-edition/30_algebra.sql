@@ -35,7 +35,8 @@ CREATE TYPE _rl_stored AS (
 );
 
 -- A decision (RlDecision): the answer, and the state to store when ok;
--- shadowed: refused, and granted by shadow mode (RlAnswer).
+-- shadowed: refused, and granted by shadow mode; granted: what a partial
+-- call took, NULL for the call's count (RlAnswer).
 CREATE TYPE _rl_decision AS (
 	ok boolean,
 	has_retry boolean,
@@ -43,7 +44,8 @@ CREATE TYPE _rl_decision AS (
 	remaining float8,
 	reset_after bigint,
 	state _rl_stored,
-	shadowed boolean
+	shadowed boolean,
+	granted float8
 );
 
 -- rl_check_status: the two ways a decision can fail.

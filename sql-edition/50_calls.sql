@@ -387,7 +387,7 @@ SELECT ROW(d.ok,
 	d.ok AND (d.shadowed IS TRUE OR NOT d.has_retry OR d.retry_after <= 0),
 	CASE WHEN d.has_retry THEN _rl_ceil_ms(d.retry_after) END,
 	_rl_ceil_ms(d.reset_after),
-	CASE WHEN d.ok THEN count ELSE 0 END)::rl_result
+	CASE WHEN d.ok THEN COALESCE(d.granted, count) ELSE 0 END)::rl_result
 $$;
 
 -- rl_limit and rl_check: decide a call, consuming or not.
@@ -431,16 +431,11 @@ BEGIN
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Retry after retry_after in the application, or use the C edition.';
 	END IF;
-	IF consuming AND partial THEN
-		RAISE EXCEPTION 'partial grants are not in the SQL edition of ratelimit yet'
-			USING ERRCODE = 'feature_not_supported',
-			HINT = 'Ask for what the key holds (rl_value), or use the C edition.';
-	END IF;
 	t := _rl_resolve(name, key, config, false, consuming);
 	IF consuming THEN
 		PERFORM _rl_require_writable('rl_limit()');
 	END IF;
-	PERFORM _rl_check_count(t.policy, count, reserve);
+	PERFORM _rl_check_count(t.policy, _rl_partial_checked(t, count, consuming AND partial), reserve);
 	IF (t.policy).shards > 1 THEN
 		d := CASE WHEN consuming THEN _rl_consume_shards(t, key, count, reserve)
 			ELSE _rl_peek_shards(t, key, count, reserve) END;
@@ -450,10 +445,13 @@ BEGIN
 		s := _rl_read(t.stored, key, consuming);
 		IF consuming THEN
 			t := _rl_reread(t);
-			PERFORM _rl_check_count(t.policy, count, reserve);
+			PERFORM _rl_check_count(t.policy, _rl_partial_checked(t, count, partial), reserve);
 		END IF;
 		now := _rl_us(_rl_now());
-		d := _rl_decide(t.policy, _rl_origin(t, key), s, now, count, reserve);
+		d := _rl_decide(t.policy, _rl_origin(t, key), s, now, CASE WHEN consuming AND partial
+			THEN _rl_partial_count(t.policy, _rl_origin(t, key), s, now, count) ELSE count END, reserve);
+		d.granted := CASE WHEN consuming AND partial
+			THEN _rl_partial_count(t.policy, _rl_origin(t, key), s, now, count) END;
 		EXIT WHEN NOT consuming OR NOT d.ok;
 		PERFORM _rl_check_state_time(d.state, now);
 		IF s.ts IS NOT NULL THEN

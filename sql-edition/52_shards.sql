@@ -227,7 +227,7 @@ CREATE FUNCTION _rl_shard_answer(d _rl_shard_decision)
 RETURNS _rl_decision
 LANGUAGE sql IMMUTABLE
 AS $$SELECT ROW(d.ok, d.has_retry, d.retry_after, d.remaining, d.reset_after,
-	NULL::_rl_stored, false)::_rl_decision$$;
+	NULL::_rl_stored, false, NULL::float8)::_rl_decision$$;
 
 -- rl_storage_read_shards: every shard's stored state, by shard (index
 -- shard + 1); ts NULL for a shard with no row.

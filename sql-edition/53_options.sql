@@ -95,6 +95,7 @@ BEGIN
 	IF NOT d.ok AND COALESCE((t.policy).shadow, false) THEN
 		d.ok := true;
 		d.shadowed := true;
+		d.granted := NULL;
 	END IF;
 	RETURN d;
 END

@@ -13,7 +13,7 @@
 # mixes every kind, whole and fractional counts, reservations,
 # max_reserved, throws, inline and defined names, redefinitions,
 # rl_limit_all, rl_check, rl_value, rl_reset, rl_refund, rl_penalize,
-# rl_block, bad input, and transactions rolled back
+# rl_block, partial calls, bad input, and transactions rolled back
 # whole or to a savepoint.  Sharded limits (2 to 8 shards, so that a call
 # probes every shard) play episodes from explicit shard rows: rl_check,
 # rl_value, refunds, penalties and blocks are compared whole, and the rows
@@ -186,7 +186,10 @@ sub sharded_episode {
 	my $reserve = rand() < 0.2 ? ", reserve => true" : "";
 	my $throws = rand() < 0.05 ? ", throws => true" : "";
 	my $a = rand();
-	if ($a < 0.4) {
+	if ($a < 0.03) {
+		emit_call("rl_limit('$name', $key, $count, partial => true$rest)");
+	}
+	elsif ($a < 0.4) {
 		emit_call("rl_limit('$name', $key, $count$reserve$throws$rest)", 'try_picked');
 		emit_call("rl_value('$name', $key" . ($inline ? ", $cfg" : "") . ")", 'try_rounded');
 	}
@@ -282,7 +285,14 @@ for (my $n = 0; $n < $calls; $n++) {
 	my $throws = rand() < 0.05 ? ", throws => true" : "";
 
 	if ($r < 0.56) {
-		emit_call("rl_limit('$name', $key, $count$reserve$throws$cfg)");
+		# partial calls take what the key holds, up to a count that may
+		# exceed the capacity
+		my $partial = "";
+		if (!$reserve && rand() < 0.15) {
+			$partial = ", partial => true";
+			$count = pick($count, $p->{capacity} * 1.5, $p->{capacity} + 0.25) if rand() < 0.3;
+		}
+		emit_call("rl_limit('$name', $key, $count$reserve$throws$partial$cfg)");
 	}
 	elsif ($r < 0.60) {
 		# several limits, all or nothing; a limit may be named twice
