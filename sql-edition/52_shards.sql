@@ -260,32 +260,72 @@ LANGUAGE sql IMMUTABLE
 AS $$SELECT CASE WHEN s.ts IS NULL THEN p.capacity
 	ELSE (_rl_refill(p, origin, s, now)).value END$$;
 
--- The setting that lists the keys a transaction holds a shard of.
+-- A key's tag in the setting that lists the shards a transaction holds
+-- (entries tag/shard, each ended by a comma).
 CREATE FUNCTION _rl_held_tag(t _rl_target, key text)
 RETURNS text
 LANGUAGE sql IMMUTABLE
-AS $$SELECT pg_catalog.md5(t.stored || E'\x1f' || COALESCE(key, '')) || ','$$;
+AS $$SELECT pg_catalog.md5(t.stored || E'\x1f' || COALESCE(key, ''))$$;
 
 -- rl_held_note: the transaction holds a shard of the key.
-CREATE FUNCTION _rl_note_held(t _rl_target, key text)
+CREATE FUNCTION _rl_note_held(t _rl_target, key text, shard integer)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
 	held text := COALESCE(pg_catalog.current_setting('ratelimit_sql.held_shards', true), '');
+	entry text := _rl_held_tag(t, key) || '/' || shard::text || ',';
 BEGIN
-	IF pg_catalog.strpos(held, _rl_held_tag(t, key)) = 0 THEN
-		PERFORM pg_catalog.set_config('ratelimit_sql.held_shards', held || _rl_held_tag(t, key), true);
+	IF pg_catalog.strpos(held, entry) = 0 THEN
+		PERFORM pg_catalog.set_config('ratelimit_sql.held_shards', held || entry, true);
 	END IF;
 END
 $$;
 
--- rl_held_highest >= 0: the transaction holds a shard of the key.
+-- rl_held_highest: the highest shard of the key, below its number of
+-- shards, the transaction holds; -1 for none.
+CREATE FUNCTION _rl_held_highest(t _rl_target, key text)
+RETURNS integer
+LANGUAGE sql STABLE
+AS $$SELECT COALESCE(pg_catalog.max(m.a[1]::integer)
+	FILTER (WHERE m.a[1]::integer < (t.policy).shards), -1)
+	FROM pg_catalog.regexp_matches(COALESCE(pg_catalog.current_setting('ratelimit_sql.held_shards', true), ''),
+		_rl_held_tag(t, key) || '/([0-9]+),', 'g') AS m(a)$$;
+
+-- The transaction holds a shard of the key.
 CREATE FUNCTION _rl_holds_key(t _rl_target, key text)
 RETURNS boolean
 LANGUAGE sql STABLE
-AS $$SELECT pg_catalog.strpos(COALESCE(pg_catalog.current_setting('ratelimit_sql.held_shards', true), ''),
-	_rl_held_tag(t, key)) > 0$$;
+AS $$SELECT _rl_held_highest(t, key) >= 0$$;
+
+-- The two fullest of a set of shards, brought forward to now, as indexes
+-- into states; a tie goes to the earlier (table_peek, fullest_probe).
+CREATE FUNCTION _rl_two_fullest(sp _rl_policy, origin bigint, states _rl_stored[], now bigint)
+RETURNS integer[]
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+	a integer;
+	b integer;
+	va float8;
+	vb float8;
+	v float8;
+BEGIN
+	FOR i IN 1 .. pg_catalog.array_length(states, 1) LOOP
+		v := _rl_shard_value(sp, origin, states[i], now);
+		IF a IS NULL OR v > va THEN
+			b := a;
+			vb := va;
+			a := i;
+			va := v;
+		ELSIF b IS NULL OR v > vb THEN
+			b := i;
+			vb := v;
+		END IF;
+	END LOOP;
+	RETURN ARRAY[a, b];
+END
+$$;
 
 -- try_hold_shard: lock one shard without waiting, creating it full when
 -- it has no row; its state, or NULL when another transaction holds it.
@@ -303,12 +343,15 @@ BEGIN
 			AND r.shard = _rl_try_hold_shard.shard::smallint
 		FOR NO KEY UPDATE SKIP LOCKED;
 		IF s.ts IS NOT NULL THEN
-			PERFORM _rl_note_held(t, key);
+			PERFORM _rl_note_held(t, key, shard);
 			RETURN s;
 		END IF;
 		EXIT WHEN attempt = 2 OR EXISTS (SELECT FROM ONLY rate_limits r
 			WHERE r.name = t.stored AND r.key = COALESCE(_rl_try_hold_shard.key, '')
 				AND r.shard = _rl_try_hold_shard.shard::smallint);
+		-- creating a row waits for one creating it: never one lower than a
+		-- shard held, so that creations go in shard order
+		EXIT WHEN _rl_held_highest(t, key) > shard;
 		now := _rl_us(_rl_now());
 		s := _rl_initial_state(_rl_policy_shard(t.policy), _rl_origin(t, key), now);
 		PERFORM _rl_check_state_time(s, now);
@@ -380,6 +423,8 @@ DECLARE
 	held integer[];
 	s _rl_stored;
 	i integer;
+	tried boolean[];
+	defer boolean[];
 BEGIN
 	FOR attempt IN 0 .. 100 LOOP
 		IF attempt = 100 THEN
@@ -400,16 +445,28 @@ BEGIN
 			pick := ARRAY[pick[2], pick[1]];
 		END IF;
 		held := '{}';
-		-- rows that exist first, then the rest; stop once one serves alone
-		FOREACH i IN ARRAY CASE WHEN (all_[pick[1] + 1]).ts IS NULL
-				AND (all_[pick[2] + 1]).ts IS NOT NULL THEN ARRAY[2, 1] ELSE ARRAY[1, 2] END LOOP
-			s := _rl_try_hold_shard(t, key, pick[i]);
-			CONTINUE WHEN s.ts IS NULL;
-			held := pg_catalog.array_append(held, pick[i]);
-			IF pg_catalog.cardinality(held) = 1
-					AND (_rl_refill(sp, origin, s, _rl_us(_rl_now()))).value >= count THEN
-				RETURN pg_catalog.array_append(held, -1);
-			END IF;
+		tried := ARRAY[false, false];
+		-- rows that exist first, then the rest in shard order; stop once one
+		-- serves alone.  An existing one that cannot serve alone waits for
+		-- the second pass when the other is missing and lower: a call never
+		-- creates a shard lower than one it holds.
+		FOR k IN 1 .. 2 LOOP
+			defer[k] := (all_[pick[k] + 1]).ts IS NOT NULL AND (all_[pick[3 - k] + 1]).ts IS NULL
+				AND pick[3 - k] < pick[k] AND _rl_shard_value(sp, origin, all_[pick[k] + 1], now) < count;
+		END LOOP;
+		FOR pass IN 0 .. 1 LOOP
+			FOR j IN 1 .. 2 LOOP
+				i := CASE WHEN pass = 1 AND pick[2] < pick[1] THEN 3 - j ELSE j END;
+				CONTINUE WHEN tried[i] OR (pass = 0 AND ((all_[pick[i] + 1]).ts IS NULL OR defer[i]));
+				tried[i] := true;
+				s := _rl_try_hold_shard(t, key, pick[i]);
+				CONTINUE WHEN s.ts IS NULL;
+				held := pg_catalog.array_append(held, pick[i]);
+				IF pg_catalog.cardinality(held) = 1
+						AND (_rl_refill(sp, origin, s, _rl_us(_rl_now()))).value >= count THEN
+					RETURN pg_catalog.array_append(held, -1);
+				END IF;
+			END LOOP;
 		END LOOP;
 		IF pg_catalog.cardinality(held) = 2 THEN
 			RETURN pg_catalog.array_append(held, -1);
@@ -426,7 +483,7 @@ BEGIN
 			AND r.shard = pick[1]::smallint
 		FOR NO KEY UPDATE;
 		IF s.ts IS NOT NULL THEN
-			PERFORM _rl_note_held(t, key);
+			PERFORM _rl_note_held(t, key, pick[1]);
 			IF (_rl_refill(sp, origin, s, _rl_us(_rl_now()))).value >= count THEN
 				RETURN ARRAY[pick[1], -1];
 			END IF;
@@ -482,11 +539,13 @@ BEGIN
 		CONTINUE WHEN NOT serves;
 		IF s.ts IS NULL THEN
 			-- a missing shard is full, as is every missing one: the lowest
-			-- is created
+			-- above those held is created
 			SELECT pg_catalog.min(g.s) INTO shard FROM pg_catalog.generate_series(0, nshards - 1) AS g(s)
-			WHERE (all_[g.s + 1]).ts IS NULL;
+			WHERE g.s > _rl_held_highest(t, key) AND NOT EXISTS (SELECT FROM ONLY rate_limits r
+				WHERE r.name = t.stored AND r.key = COALESCE(_rl_consume_shards.key, '')
+					AND r.shard = g.s::smallint);
 		END IF;
-		s := _rl_try_hold_shard(t, key, shard);
+		s := CASE WHEN shard IS NOT NULL THEN _rl_try_hold_shard(t, key, shard) END;
 		IF s.ts IS NULL THEN
 			busy_serves[p] := true;
 			CONTINUE;
@@ -514,18 +573,9 @@ BEGIN
 
 	IF NOT (true = ANY (busy_serves)) THEN
 		-- none serves alone: would the two fullest together?
-		FOR p IN 1 .. probes LOOP
-			v := (_rl_refill(sp, origin, seen[p], now)).value;
-			IF a IS NULL OR v > va THEN
-				b := a;
-				vb := va;
-				a := p;
-				va := v;
-			ELSIF b IS NULL OR v > vb THEN
-				b := p;
-				vb := v;
-			END IF;
-		END LOOP;
+		pair := _rl_two_fullest(sp, origin, seen, now);
+		a := pair[1];
+		b := pair[2];
 		t := _rl_reread(t);
 		PERFORM _rl_check_count(t.policy, count, reserve);
 		sp := _rl_policy_shard(t.policy);
@@ -597,25 +647,9 @@ DECLARE
 	origin bigint := _rl_origin(t, key);
 	all_ _rl_stored[] := _rl_read_shards(t.stored, key, (t.policy).shards);
 	now bigint := _rl_us(_rl_now());
-	a integer;
-	b integer;
-	va float8 := 0;
-	vb float8 := 0;
-	v float8;
+	pair integer[] := _rl_two_fullest(sp, origin, all_, now);
 BEGIN
-	FOR s IN 1 .. (t.policy).shards LOOP
-		v := _rl_shard_value(sp, origin, all_[s], now);
-		IF a IS NULL OR v > va THEN
-			b := a;
-			vb := va;
-			a := s;
-			va := v;
-		ELSIF b IS NULL OR v > vb THEN
-			b := s;
-			vb := v;
-		END IF;
-	END LOOP;
-	RETURN _rl_shard_answer(_rl_decide_shards(sp, origin, ARRAY[all_[a], all_[b]],
+	RETURN _rl_shard_answer(_rl_decide_shards(sp, origin, ARRAY[all_[pair[1]], all_[pair[2]]],
 		_rl_us(_rl_now()), count, reserve));
 END
 $$;
@@ -717,7 +751,7 @@ BEGIN
 			ON CONFLICT DO NOTHING;
 		END LOOP;
 		states[i + 1] := s;
-		PERFORM _rl_note_held(t, key);
+		PERFORM _rl_note_held(t, key, i);
 	END LOOP;
 	t := _rl_reread(t);
 	sp := _rl_policy_shard(t.policy);
@@ -772,11 +806,7 @@ DECLARE
 	tries integer := 0;
 	shard integer;
 	s _rl_stored;
-	a integer;
-	b integer;
-	va float8 := 0;
-	vb float8 := 0;
-	v float8;
+	pair integer[];
 	p integer;
 BEGIN
 	FOR p IN SELECT g.s FROM pg_catalog.generate_series(0, nshards - 1) AS g(s)
@@ -788,7 +818,7 @@ BEGIN
 		shard := p;
 		IF (all_[p + 1]).ts IS NULL THEN
 			SELECT pg_catalog.min(g.s) INTO shard FROM pg_catalog.generate_series(0, nshards - 1) AS g(s)
-			WHERE NOT EXISTS (SELECT FROM ONLY rate_limits r
+			WHERE g.s > _rl_held_highest(t, key) AND NOT EXISTS (SELECT FROM ONLY rate_limits r
 				WHERE r.name = t.stored AND r.key = COALESCE(_rl_hold_shards_all.key, '')
 					AND r.shard = g.s::smallint);
 			CONTINUE WHEN shard IS NULL;
@@ -799,19 +829,8 @@ BEGIN
 			RETURN ARRAY[shard];
 		END IF;
 	END LOOP;
-	FOR i IN 1 .. nshards LOOP
-		v := _rl_shard_value(sp, origin, all_[i], now);
-		IF a IS NULL OR v > va THEN
-			b := a;
-			vb := va;
-			a := i;
-			va := v;
-		ELSIF b IS NULL OR v > vb THEN
-			b := i;
-			vb := v;
-		END IF;
-	END LOOP;
-	RETURN _rl_hold_shards(t, key, count, ARRAY[a - 1, b - 1]);
+	pair := _rl_two_fullest(sp, origin, all_, now);
+	RETURN _rl_hold_shards(t, key, count, ARRAY[pair[1] - 1, pair[2] - 1]);
 END
 $$;
 
