@@ -169,7 +169,6 @@ sub sharded_episode {
 		for my $s (0 .. $n - 1) {
 			next if rand() < 0.3;
 			my $v = rand() < 0.2 ? $per : sprintf("%.4f", rand() * ($per + 1) - 1);
-			$v = int($v) if rand() < 0.3;
 			my $then = $now - int(rand(rand() < 0.5 ? 2_000_000 : 600_000_000));
 			my ($sec, $us) = (int($then / 1_000_000), $then % 1_000_000);
 			my @t = gmtime($sec);
