@@ -106,6 +106,16 @@ CREATE TABLE rl_definitions (
 );
 COMMENT ON TABLE rl_definitions IS
 	'named rate limit definitions; write them with rl_define() and rl_undefine()';
+COMMENT ON COLUMN rl_definitions.shadow IS
+	'shadow mode: every call is granted, and those the limit would refuse take nothing';
+COMMENT ON COLUMN rl_definitions.block_for IS
+	'a refused call blocks its key this long (not lengthened by calls refused during the block); NULL: no automatic block';
+COMMENT ON COLUMN rl_definitions.block_factor IS
+	'escalation: an automatic block lasts block_for times block_factor for every offence the key still owes (each block adds one, one is forgotten per block_horizon); NULL: every block lasts block_for';
+COMMENT ON COLUMN rl_definitions.block_max IS
+	'escalation: the longest automatic block; NULL: 100 years';
+COMMENT ON COLUMN rl_definitions.block_horizon IS
+	'escalation: one offence is forgotten per block_horizon once a block ends; NULL: 1 day';
 
 -- Two numbers per (name, key, shard), and a third for a sliding window.
 -- The NULL key is stored as '' (empty keys are refused).
@@ -121,7 +131,7 @@ CREATE TABLE rate_limits (
 COMMENT ON TABLE rate_limits IS
 	'rate limit state: tokens (value) at time ts per (name, key, shard); key '''' is the shared NULL key';
 COMMENT ON COLUMN rate_limits.prev IS
-	'sliding window: what the window before the one starting at ts counted; NULL for the other kinds';
+	'sliding window: what the window before the one starting at ts counted; token bucket and fixed window: the key''s offence score s for escalating blocks (block_factor), stored as -(1 + s), NULL for none';
 
 REVOKE ALL ON TABLE rl_definitions FROM PUBLIC;
 REVOKE ALL ON TABLE rate_limits FROM PUBLIC;

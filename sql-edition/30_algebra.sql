@@ -10,7 +10,8 @@
 -- RL_END_TIME 9223371331200000000.
 
 -- A policy with its period in microseconds; max_reserved and start NULL
--- when not given.
+-- when not given.  A defined limit's options follow (NULL for an inline
+-- config): shadow mode, block_for and its escalation in microseconds.
 CREATE TYPE _rl_policy AS (
 	kind text,
 	rate float8,
@@ -18,7 +19,12 @@ CREATE TYPE _rl_policy AS (
 	capacity float8,
 	max_reserved float8,
 	shards integer,
-	start bigint
+	start bigint,
+	shadow boolean,
+	block_for bigint,
+	block_factor float8,
+	block_max bigint,
+	block_horizon bigint
 );
 
 -- The numbers stored per (name, key, shard); ts in microseconds.
@@ -28,14 +34,18 @@ CREATE TYPE _rl_stored AS (
 	prev float8
 );
 
--- A decision (RlDecision): the answer, and the state to store when ok.
+-- A decision (RlDecision): the answer, and the state to store when ok;
+-- shadowed: refused, and granted by shadow mode; granted: what a partial
+-- call took, NULL for the call's count (RlAnswer).
 CREATE TYPE _rl_decision AS (
 	ok boolean,
 	has_retry boolean,
 	retry_after bigint,
 	remaining float8,
 	reset_after bigint,
-	state _rl_stored
+	state _rl_stored,
+	shadowed boolean,
+	granted float8
 );
 
 -- rl_check_status: the two ways a decision can fail.
@@ -240,8 +250,8 @@ AS $$SELECT CASE
 		THEN 'count must be a finite number greater than zero and at most 1e15'
 	WHEN reserve AND p.kind = 'sliding window'
 		THEN 'a sliding window limit cannot reserve'
-	WHEN p.shards > 1 AND count > 2 * (p.capacity
-			+ CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0 END) / p.shards
+	WHEN p.shards > 1 AND count > 2::float8 * (p.capacity
+			+ CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0::float8 END) / p.shards::float8
 		THEN 'count exceeds what two shards of the limit can hold'
 	WHEN NOT reserve AND count > p.capacity
 		THEN 'count exceeds the capacity of the limit'
@@ -327,6 +337,10 @@ BEGIN
 		END IF;
 	END IF;
 	o.value := LEAST(o.value, p.capacity);
+	-- the offence score, forgotten up to the new ts
+	IF _rl_escalates(p) AND o.ts > s.ts THEN
+		o.prev := _rl_score_prev(_rl_offence_score(p, s, o.ts));
+	END IF;
 	RETURN o;
 END
 $$;
@@ -649,6 +663,10 @@ BEGIN
 		o.ts := until_ - 1;
 	END IF;
 	o.value := LEAST(o.value, 0);
+	-- one offence more, forgotten only from the block's end on
+	IF _rl_escalates(p) THEN
+		o.prev := _rl_score_prev(_rl_offence_score(p, cur, now) + 1::float8);
+	END IF;
 	PERFORM _rl_check_refillable(p, origin, o, now);
 	RETURN o;
 END

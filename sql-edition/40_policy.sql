@@ -5,7 +5,7 @@
 -- rl_policy_from_values, after rl_policy_fill_defaults: check the nine
 -- columns of a policy and convert them.  A concurrency kind comes back
 -- with its kind alone, for the caller to refuse.  What the SQL edition
--- does not have yet (the memory store, shards, calendar windows) is
+-- does not have yet (the memory store, calendar windows) is
 -- refused last, once the policy is known to be valid.
 CREATE FUNCTION _rl_policy_of(kind text, rate float8, period interval,
 	capacity float8, max_reserved float8, shards integer, start timestamptz,
@@ -142,11 +142,6 @@ BEGIN
 		RAISE EXCEPTION 'calendar windows (time_zone) are not in the SQL edition of ratelimit yet'
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Use a fixed window of a period, or the C edition.';
-	END IF;
-	IF shards <> 1 THEN
-		RAISE EXCEPTION 'shards are not in the SQL edition of ratelimit yet'
-			USING ERRCODE = 'feature_not_supported',
-			HINT = 'Use one shard, or the C edition.';
 	END IF;
 	RETURN p;
 END

@@ -117,8 +117,8 @@ BEGIN
 END
 $$;
 
--- The policy of a definition row, or NULL for no definition; what the SQL
--- edition does not have yet is refused (0A000).
+-- The policy of a definition row with its options, or NULL for no
+-- definition; what the SQL edition does not have yet is refused (0A000).
 CREATE FUNCTION _rl_definition(d rl_definitions)
 RETURNS _rl_policy
 LANGUAGE plpgsql STABLE
@@ -127,15 +127,14 @@ BEGIN
 	IF d.name IS NULL THEN
 		RETURN NULL;
 	END IF;
-	IF d.shadow OR d.block_for IS NOT NULL OR d.block_factor IS NOT NULL
-			OR d.ipv4_prefix IS NOT NULL OR d.ipv6_prefix IS NOT NULL
+	IF d.ipv4_prefix IS NOT NULL OR d.ipv6_prefix IS NOT NULL
 			OR d.max_debt IS NOT NULL THEN
-		RAISE EXCEPTION 'rate limit "%" uses shadow mode, block_for, an address prefix or max_debt, which the SQL edition of ratelimit does not have yet', d.name
+		RAISE EXCEPTION 'rate limit "%" uses an address prefix or max_debt, which the SQL edition of ratelimit does not have yet', d.name
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Define it without them, or use the C edition.';
 	END IF;
-	RETURN _rl_policy_of(d.kind, d.rate, d.period, d.capacity, d.max_reserved,
-		d.shards, d.start, d.storage, d.time_zone);
+	RETURN _rl_definition_options(d, _rl_policy_of(d.kind, d.rate, d.period,
+		d.capacity, d.max_reserved, d.shards, d.start, d.storage, d.time_zone));
 END
 $$;
 
@@ -275,6 +274,11 @@ BEGIN
 		RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value',
 			DETAIL = 'A call counts in the window it is made in; a reservation would count in one not yet begun.';
 	END IF;
+	IF p.shards > 1 THEN
+		RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = pg_catalog.format('The count is %s; each of the %s shards holds %s.',
+				_rl_printf_g(count, 6), p.shards, _rl_printf_g(p.capacity / p.shards::float8, 6));
+	END IF;
 	IF reserve AND p.max_reserved IS NULL THEN
 		RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value',
 			DETAIL = pg_catalog.format('The count is %s; the capacity is %s, and without max_reserved a reservation goes no deeper than %s below zero (the capacity, or less if the limit would take over 500 years to refill).',
@@ -396,10 +400,10 @@ SELECT ROW(d.ok,
 		THEN pg_catalog.floor(d.remaining) ELSE d.remaining END,
 	_rl_interval(d.reset_after),
 	p.capacity,
-	d.ok AND (NOT d.has_retry OR d.retry_after <= 0),
+	d.ok AND (d.shadowed IS TRUE OR NOT d.has_retry OR d.retry_after <= 0),
 	CASE WHEN d.has_retry THEN _rl_ceil_ms(d.retry_after) END,
 	_rl_ceil_ms(d.reset_after),
-	CASE WHEN d.ok THEN count ELSE 0 END)::rl_result
+	CASE WHEN d.ok THEN COALESCE(d.granted, count) ELSE 0 END)::rl_result
 $$;
 
 -- rl_limit and rl_check: decide a call, consuming or not.
@@ -416,6 +420,7 @@ DECLARE
 	now bigint;
 	wait_us float8;
 	n integer;
+	sharded boolean := false;
 BEGIN
 	-- the checks below call their helper only to raise its error
 	IF _rl_name_key_bad(name, key) IS NOT FALSE THEN
@@ -447,28 +452,27 @@ BEGIN
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Retry after retry_after in the application, or use the C edition.';
 	END IF;
-	IF consuming AND partial THEN
-		RAISE EXCEPTION 'partial grants are not in the SQL edition of ratelimit yet'
-			USING ERRCODE = 'feature_not_supported',
-			HINT = 'Ask for what the key holds (rl_value), or use the C edition.';
-	END IF;
 	t := _rl_resolve(name, key, config, false, consuming);
 	IF consuming AND pg_catalog.current_setting('transaction_read_only') = 'on' THEN
 		PERFORM _rl_require_writable('rl_limit()');
 	END IF;
-	IF _rl_count_problem(t.policy, count, reserve) IS NOT NULL THEN
-		PERFORM _rl_check_count(t.policy, count, reserve);
+	PERFORM _rl_check_count(t.policy, _rl_partial_checked(t, count, consuming AND partial), reserve);
+	IF (t.policy).shards > 1 THEN
+		d := CASE WHEN consuming THEN _rl_consume_shards(t, key, count, reserve)
+			ELSE _rl_peek_shards(t, key, count, reserve) END;
+		sharded := true;
 	END IF;
-	LOOP
+	WHILE NOT sharded LOOP
 		s := _rl_read(t.stored, key, consuming);
 		IF consuming THEN
 			t := _rl_reread(t);
-			IF _rl_count_problem(t.policy, count, reserve) IS NOT NULL THEN
-				PERFORM _rl_check_count(t.policy, count, reserve);
-			END IF;
+			PERFORM _rl_check_count(t.policy, _rl_partial_checked(t, count, partial), reserve);
 		END IF;
 		now := _rl_us(_rl_now());
-		d := _rl_decide(t.policy, _rl_origin(t, key), s, now, count, reserve);
+		d := _rl_decide(t.policy, _rl_origin(t, key), s, now, CASE WHEN consuming AND partial
+			THEN _rl_partial_count(t.policy, _rl_origin(t, key), s, now, count) ELSE count END, reserve);
+		d.granted := CASE WHEN consuming AND partial
+			THEN _rl_partial_count(t.policy, _rl_origin(t, key), s, now, count) END;
 		EXIT WHEN NOT consuming OR NOT d.ok;
 		IF NOT _rl_valid_time((d.state).ts) THEN
 			PERFORM _rl_fail('time out of range', now);
@@ -488,6 +492,10 @@ BEGIN
 		EXIT WHEN n = 1;
 		-- another transaction created the row and committed: lock it
 	END LOOP;
+	d := _rl_apply_shadow(t, d);
+	IF NOT throws AND pg_catalog.current_setting('transaction_read_only') = 'off' THEN
+		d := _rl_apply_block(t, key, count, reserve, d);
+	END IF;
 	IF jitter AND NOT d.ok THEN
 		d.retry_after := d.retry_after + _rl_jitter((t.policy).period, pg_catalog.random());
 	END IF;
@@ -520,6 +528,9 @@ DECLARE
 BEGIN
 	PERFORM _rl_check_name_key(name, key);
 	t := _rl_resolve(name, key, config, false, false);
+	IF (t.policy).shards > 1 THEN
+		RETURN _rl_current_shards(t, key);
+	END IF;
 	origin := _rl_origin(t, key);
 	s := _rl_read(t.stored, key, false);
 	now := _rl_us(_rl_now());
@@ -610,6 +621,9 @@ BEGIN
 	END IF;
 	t := _rl_resolve(name, key, config, false, true);
 	PERFORM _rl_require_writable('rl_' || adjustment || '()');
+	IF (t.policy).shards > 1 THEN
+		RETURN _rl_adjust_shards(t, key, adjustment, amount, dur);
+	END IF;
 	s := _rl_hold(t, key);
 	t := _rl_reread(t);
 	now := _rl_us(_rl_now());

@@ -52,6 +52,8 @@ DECLARE
 	ord integer[];
 	st _rl_stored[];
 	d _rl_decision[];
+	sd _rl_shard_decision[];
+	holding text[];
 	s _rl_stored;
 	now bigint;
 	refused integer;
@@ -111,7 +113,10 @@ BEGIN
 		PERFORM _rl_check_count((t[i]).policy, total[i], reserve);
 		s := _rl_read((t[i]).stored, keys[i], false);
 		now := _rl_us(_rl_now());
-		d[i] := _rl_decide((t[i]).policy, _rl_origin(t[i], keys[i]), s, now, total[i], reserve);
+		d[i] := CASE WHEN ((t[i]).policy).shards > 1
+			THEN _rl_peek_shards(t[i], keys[i], total[i], reserve)
+			ELSE _rl_decide((t[i]).policy, _rl_origin(t[i], keys[i]), s, now, total[i], reserve) END;
+		d[i] := _rl_apply_shadow(t[i], d[i]);
 		refused := _rl_longest_refusal(d, i, refused);
 	END LOOP;
 
@@ -120,6 +125,10 @@ BEGIN
 		FOREACH i IN ARRAY ord LOOP
 			CONTINUE WHEN first[i] <> i;
 			PERFORM _rl_check_count((t[i]).policy, total[i], reserve);
+			IF ((t[i]).policy).shards > 1 THEN
+				holding[i] := _rl_hold_shards_all(t[i], keys[i], total[i])::text;
+				CONTINUE;
+			END IF;
 			st[i] := _rl_hold(t[i], keys[i]);
 		END LOOP;
 		FOREACH i IN ARRAY ord LOOP
@@ -129,19 +138,39 @@ BEGIN
 		END LOOP;
 		FOREACH i IN ARRAY ord LOOP
 			CONTINUE WHEN first[i] <> i;
+			IF holding[i] IS NOT NULL THEN
+				sd[i] := _rl_decide_held_shards(t[i], keys[i], holding[i]::integer[], total[i], reserve);
+				d[i] := _rl_apply_shadow(t[i], _rl_shard_answer(sd[i]));
+				refused := _rl_longest_refusal(d, i, refused);
+				CONTINUE;
+			END IF;
 			now := _rl_us(_rl_now());
 			d[i] := _rl_decide((t[i]).policy, _rl_origin(t[i], keys[i]), st[i], now, total[i], reserve);
 			PERFORM _rl_check_state_time((d[i]).state, now);
+			d[i] := _rl_apply_shadow(t[i], d[i]);
 			refused := _rl_longest_refusal(d, i, refused);
 		END LOOP;
 		IF refused IS NULL THEN
 			FOREACH i IN ARRAY ord LOOP
-				CONTINUE WHEN first[i] <> i;
+				CONTINUE WHEN first[i] <> i OR (d[i]).shadowed;
+				IF holding[i] IS NOT NULL THEN
+					PERFORM _rl_write_held_shards(t[i], keys[i], holding[i]::integer[], sd[i]);
+					CONTINUE;
+				END IF;
 				UPDATE ONLY rate_limits r SET value = ((d[i]).state).value,
 					ts = _rl_ts(((d[i]).state).ts), prev = ((d[i]).state).prev
 				WHERE r.name = (t[i]).stored AND r.key = COALESCE(keys[i], '') AND r.shard = 0;
 			END LOOP;
 		END IF;
+	END IF;
+	-- block_all: each limit that refused by itself blocks its key
+	IF refused IS NOT NULL AND NOT throws THEN
+		refused := NULL;
+		FOREACH i IN ARRAY ord LOOP
+			CONTINUE WHEN first[i] <> i OR (d[i]).ok;
+			d[i] := _rl_apply_block(t[i], keys[i], total[i], reserve, d[i]);
+			refused := _rl_longest_refusal(d, i, refused);
+		END LOOP;
 	END IF;
 	FOR i IN 1 .. n LOOP
 		d[i] := d[first[i]];
@@ -173,7 +202,8 @@ BEGIN
 		IF (d[i]).has_retry AND (d[i]).retry_after > longest THEN
 			longest := (d[i]).retry_after;
 		END IF;
-		allowed := allowed AND (d[i]).ok AND (NOT (d[i]).has_retry OR (d[i]).retry_after <= 0);
+		allowed := allowed AND (d[i]).ok
+			AND ((d[i]).shadowed IS TRUE OR NOT (d[i]).has_retry OR (d[i]).retry_after <= 0);
 		IF refused IS NULL AND (tightest IS NULL OR (d[i]).remaining < (d[tightest]).remaining) THEN
 			tightest := i;
 		END IF;

@@ -28,6 +28,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
 	n integer;
+	opts rl_definitions;
 BEGIN
 	PERFORM _rl_check_name_key(name, NULL::text);
 	IF kind IN ('concurrency', 'concurrency lease') THEN
@@ -39,13 +40,16 @@ BEGIN
 		capacity := rate;
 	END IF;
 	storage := COALESCE(storage, 'table');
-	PERFORM _rl_policy_of(kind, rate, period, capacity, max_reserved, shards,
-		start, storage, time_zone);
-	IF shadow OR block_for IS NOT NULL OR block_factor IS NOT NULL
-			OR block_max IS NOT NULL OR block_horizon IS NOT NULL
-			OR ipv4_prefix IS NOT NULL OR ipv6_prefix IS NOT NULL
+	opts.shadow := shadow;
+	opts.block_for := block_for;
+	opts.block_factor := block_factor;
+	opts.block_max := block_max;
+	opts.block_horizon := block_horizon;
+	PERFORM _rl_definition_options(opts, _rl_policy_of(kind, rate, period, capacity,
+		max_reserved, shards, start, storage, time_zone));
+	IF ipv4_prefix IS NOT NULL OR ipv6_prefix IS NOT NULL
 			OR max_debt IS NOT NULL THEN
-		RAISE EXCEPTION 'shadow mode, block_for, address prefixes and max_debt are not in the SQL edition of ratelimit yet'
+		RAISE EXCEPTION 'address prefixes and max_debt are not in the SQL edition of ratelimit yet'
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Define the limit without them, or use the C edition.';
 	END IF;

@@ -19,8 +19,14 @@
 # and transactions rolled back whole or to a savepoint; and concurrency
 # limits: permits taken and counted within transactions (rl_acquire,
 # rl_permits), leases under the pinned clock (rl_lease, rl_release),
-# redefinitions and their errors.  Last, the rows each edition stored are
-# compared too.  Exits non-zero at the first difference, printing the
+# redefinitions and their errors.  Partial calls too.  Sharded limits (2
+# to 8 shards, so that a call probes every shard) play episodes from explicit shard rows: rl_check,
+# rl_value, refunds, penalties and blocks are compared whole, and the rows
+# they leave; rl_limit picks its shard at random in both editions, so of
+# its answer only what no pick changes is compared (ok, and granted and
+# capacity when granted; the whole answer when refused), and then the
+# tokens the key holds.  Sharded episodes run outside transactions.
+# Last, the rows each edition stored are compared too.  Exits non-zero at the first difference, printing the
 # call.
 use strict;
 use warnings;
@@ -72,10 +78,19 @@ sub policy {
 	return \%p;
 }
 
+# A random sharded policy: a token bucket or fixed window of 2 to 8 shards.
+sub sharded_policy {
+	my $p;
+	do { $p = policy() } while $p->{kind} eq 'sliding window';
+	$p->{shards} = pick(2, 2, 3, 4, 8);
+	return $p;
+}
+
 sub define_sql {
 	my ($name, $p) = @_;
 	my $s = "rl_define('$name', '$p->{kind}', $p->{rate}, $p->{period}";
 	$s .= ", capacity => $p->{capacity}" if $p->{capacity} != $p->{rate};
+	$s .= ", shards => $p->{shards}" if defined $p->{shards};
 	$s .= ", max_reserved => $p->{max_reserved}" if defined $p->{max_reserved};
 	$s .= ", start => $p->{start}" if defined $p->{start};
 	return "$s)";
@@ -90,11 +105,40 @@ sub config_sql {
 	my $f = $p->{kind} eq 'token bucket' ? 'rl_token_bucket' : 'rl_fixed_window';
 	my $s = "$f($p->{rate}, $p->{period}, capacity => $p->{capacity}";
 	$s .= ", max_reserved => $p->{max_reserved}" if defined $p->{max_reserved};
+	$s .= ", shards => $p->{shards}" if defined $p->{shards};
 	$s .= ", start => $p->{start}" if defined $p->{start};
 	return "$s)";
 }
 
+# A random policy with a defined limit's options: shadow mode, or
+# block_for, with escalation now and then (not for a sliding window).
+sub options_policy {
+	my $p = policy();
+	if (rand() < 0.3) {
+		$p->{options} = ", shadow => true";
+		$p->{options} .= ", block_for => '1 minute'" if rand() < 0.3;
+		return $p;
+	}
+	$p->{options} = ", block_for => " . pick("'1 second'", "'10 seconds'", "'1 minute'", "'7 minutes'");
+	if ($p->{kind} ne 'sliding window' && rand() < 0.6) {
+		$p->{options} .= ", block_factor => " . pick(1, 2, 1.5, 3);
+		$p->{options} .= ", block_max => " . pick("'1 hour'", "'10 minutes'") if rand() < 0.6;
+		$p->{options} .= ", block_horizon => " . pick("'1 hour'", "'5 minutes'", "'1 day'") if rand() < 0.6;
+	}
+	return $p;
+}
+
+sub define_options_sql {
+	my ($name, $p) = @_;
+	my $s = define_sql($name, $p);
+	$s =~ s/\)$/$p->{options})/ if defined $p->{options};
+	return $s;
+}
+
 my @defined = map { ["d$_", policy()] } 0 .. 4;
+# names with options (shadow mode, block_for, escalation), called as the
+# defined names are
+my @optioned = map { ["o$_", options_policy()] } 0 .. 2;
 my @inline = map { ["i$_", policy()] } 0 .. 3;
 my @keys = ("'alice'", "'bob'", "NULL", "42::bigint", "'user:ü'", "'10.1.2.3'::inet",
 	"'2001:db8::1'::inet", "'::ffff:10.1.2.3'::inet", "'::FFFF:0A01:0203/128'::inet",
@@ -113,9 +157,10 @@ my @text_keys = ("'alice'", "'bob'", "'42'", "'user:ü'", "'10.1.2.3'", "'2001:d
 my @lines;
 my @what;    # what each output line is, for the report
 sub emit_call {
-	my ($call) = @_;
+	my ($call, $wrapper) = @_;
+	$wrapper //= 'try';
 	(my $q = $call) =~ s/'/''/g;
-	push @lines, "SELECT pg_temp.try('$q');";
+	push @lines, "SELECT pg_temp.$wrapper('$q');";
 	push @what, $call;
 }
 
@@ -176,8 +221,87 @@ sub concurrency_call {
 	}
 }
 
+my @sharded = map { ["s$_", sharded_policy()] } 0 .. 2;
+my @sharded_inline = map { ["j$_", sharded_policy()] } 0 .. 1;
+
+# One episode of a sharded limit (see the top).
+sub sharded_episode {
+	my $inline = rand() < 0.3;
+	my ($name, $p) = @{ $inline ? pick(@sharded_inline) : pick(@sharded) };
+	my $key = pick("'alice'", "'bob'", "NULL");
+	my $cfg = $inline ? config_sql($p) : undef;
+	my $n = $p->{shards};
+	my $per = $p->{capacity} / $n;
+	if (!$inline) {
+		# explicit rows: some shards missing, the rest anywhere from a
+		# deficit to full, counted from some time before now
+		(my $rowkey = $key) =~ s/^NULL$/''/;
+		my @rows;
+		for my $s (0 .. $n - 1) {
+			next if rand() < 0.3;
+			my $v = rand() < 0.2 ? $per : sprintf("%.4f", rand() * ($per + 1) - 1);
+			my $then = $now - int(rand(rand() < 0.5 ? 2_000_000 : 600_000_000));
+			my ($sec, $us) = (int($then / 1_000_000), $then % 1_000_000);
+			my @t = gmtime($sec);
+			push @rows, sprintf("('%s', %s, %d, %s, '%04d-%02d-%02d %02d:%02d:%02d.%06d+00')",
+				$name, $rowkey, $s, $v, $t[5] + 1900, $t[4] + 1, $t[3], $t[2], $t[1], $t[0], $us);
+		}
+		push @lines, "DELETE FROM rate_limits WHERE name = '$name';";
+		push @lines, "INSERT INTO rate_limits (name, key, shard, value, ts) VALUES "
+		  . join(', ', @rows) . ";" if @rows;
+	}
+	my $rest = $inline ? ", config => $cfg" : "";
+	my $count = pick(1, 1, 2, 0.5, $per, $per * 1.5, $per * 2, $per * 2 + 1,
+		sprintf("%.3f", rand() * $per * 2 + 0.001));
+	my $reserve = rand() < 0.2 ? ", reserve => true" : "";
+	my $throws = rand() < 0.05 ? ", throws => true" : "";
+	my $a = rand();
+	if ($a < 0.03) {
+		emit_call("rl_limit('$name', $key, $count, partial => true$rest)");
+	}
+	elsif ($a < 0.4) {
+		emit_call("rl_limit('$name', $key, $count$reserve$throws$rest)", 'try_picked');
+		emit_call("rl_value('$name', $key" . ($inline ? ", $cfg" : "") . ")", 'try_rounded');
+	}
+	elsif ($a < 0.6) {
+		emit_call("rl_check('$name', $key, $count$reserve$throws$rest)");
+	}
+	elsif ($a < 0.75) {
+		emit_call("rl_value('$name', $key" . ($inline ? ", $cfg" : "") . ")");
+	}
+	elsif ($a < 0.85 && !$inline) {
+		emit_call("rl_limit_all(ARRAY['$name', 'd0']::text[], ARRAY[$key, 'x']::text[], ARRAY[$count, 1]::float8[]$reserve)",
+			'try_picked');
+	}
+	else {
+		my $amount = pick(1, 0.5, 2, 3.7, $p->{capacity}, $per);
+		my $b = rand();
+		if ($b < 0.4) {
+			emit_call("rl_refund('$name', $key, $amount$rest)");
+		}
+		elsif ($b < 0.75) {
+			emit_call("rl_penalize('$name', $key, $amount$rest)");
+		}
+		else {
+			emit_call("rl_block('$name', $key, " . pick("'1 second'", "'10 seconds'", "'1 hour'") . "$rest)");
+		}
+		if (!$inline) {
+			push @lines, "SELECT 'rows ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s', key, shard, value, ts, prev), ' ; ' ORDER BY key COLLATE \"C\", shard), '') FROM rate_limits WHERE name = '$name';";
+			push @what, "the rows of $name after the adjustment";
+		}
+	}
+	# the shards a pick chose differ between the editions: forget them
+	if ($inline) {
+		emit_call("rl_reset('$name', $key, $cfg)");
+	}
+	else {
+		push @lines, "DELETE FROM rate_limits WHERE name = '$name';";
+	}
+}
+
 push @lines, "SET ratelimit.now_override = '" . clock_text() . "';";
-emit_call(define_sql(@$_)) for @defined;
+emit_call(define_sql(@$_)) for @defined, @sharded;
+emit_call(define_options_sql(@$_)) for @optioned;
 emit_call($_) for "rl_define_concurrency('c0', 3)", "rl_define_concurrency('c1', 1)",
 	"rl_define_concurrency('c2', 2)", "rl_define_concurrency('l0', 2, leases => true)";
 
@@ -215,8 +339,20 @@ for (my $n = 0; $n < $calls; $n++) {
 		concurrency_call($in_xact);
 		next;
 	}
+	# (outside transactions: a transaction that holds some of a key's
+	# shards takes the others by rules a random pick makes differ)
+	if (!$in_xact && rand() < 0.15) {
+		if (rand() < 0.05) {
+			# redefine a sharded name: another number of shards
+			my $d = pick(@sharded);
+			$d->[1] = sharded_policy();
+			emit_call(define_sql(@$d));
+		}
+		sharded_episode();
+		next;
+	}
 	my $inline = rand() < 0.4;
-	my ($name, $p) = @{ $inline ? pick(@inline) : pick(@defined) };
+	my ($name, $p) = @{ $inline ? pick(@inline) : rand() < 0.3 ? pick(@optioned) : pick(@defined) };
 	my $key = pick(@keys);
 	my $cfg = $inline ? ", config => " . config_sql($p) : "";
 	my $count = pick(1, 1, 1, 1, 1, 1, 2, 3, 0.5, 1.7, $p->{capacity},
@@ -228,14 +364,21 @@ for (my $n = 0; $n < $calls; $n++) {
 	my $throws = rand() < 0.05 ? ", throws => true" : "";
 
 	if ($r < 0.56) {
-		emit_call("rl_limit('$name', $key, $count$reserve$throws$cfg)");
+		# partial calls take what the key holds, up to a count that may
+		# exceed the capacity
+		my $partial = "";
+		if (!$reserve && rand() < 0.15) {
+			$partial = ", partial => true";
+			$count = pick($count, $p->{capacity} * 1.5, $p->{capacity} + 0.25) if rand() < 0.3;
+		}
+		emit_call("rl_limit('$name', $key, $count$reserve$throws$partial$cfg)");
 	}
 	elsif ($r < 0.60) {
 		# several limits, all or nothing; a limit may be named twice
 		my $m = 1 + int(rand(4));
 		my (@n, @k, @c);
 		for (1 .. $m) {
-			my $l = rand() < 0.95 ? pick(@defined) : pick(@inline);
+			my $l = rand() < 0.95 ? pick(@defined, @optioned) : pick(@inline);
 			push @n, "'$l->[0]'";
 			my $key = pick(@keys);
 			$key =~ s/::(bigint|inet)//;
@@ -284,6 +427,10 @@ for (my $n = 0; $n < $calls; $n++) {
 		my $d = pick(@defined);
 		emit_call("rl_undefine('$d->[0]')");
 		emit_call(define_sql(@$d));
+		# and options, changed on a name with state
+		my $o = pick(@optioned);
+		$o->[1] = options_policy();
+		emit_call(define_options_sql(@$o));
 	}
 	elsif ($r < 0.965) {
 		# a key's own policy: overrides, plans, and keys moved between them
@@ -349,7 +496,17 @@ for (my $n = 0; $n < $calls; $n++) {
 			"rl_value('nope')", "rl_reset('nope', 'k')", "rl_undefine('nope')",
 			"rl_limit('d0', '10.0.0.0/8'::inet)",
 			"rl_limit('d0', 'k', partial => true, reserve => true)",
-			"rl_limit('d0', 'k', partial => NULL)"));
+			"rl_limit('d0', 'k', partial => NULL)",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_factor => 2)",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '1 second', block_factor => 0.5)",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '1 second', block_factor => 'NaN')",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_max => '1 hour')",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '1 hour', block_factor => 2, block_max => '1 minute')",
+			"rl_define('bad', 'sliding window', 1, '1 second', block_for => '1 hour', block_factor => 2)",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '0 seconds')",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '101 years')",
+			"rl_define('bad', 'token bucket', 1, '1 second', block_for => '1 hour', block_factor => 2, block_horizon => '0.1 microseconds')",
+			"rl_define('bad', 'token bucket', 4, '1 second', shards => 2, block_for => '1 second')"));
 	}
 }
 push @lines, "COMMIT;" if $in_xact;
@@ -358,7 +515,7 @@ emit_call($status);
 # policy's stored name included, and the same definitions
 push @lines, q{SELECT 'rate_limits ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, shard, value, ts, prev), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C", shard), '') FROM rate_limits;};
 push @what, "the rows of rate_limits after the calls";
-push @lines, q{SELECT 'rl_definitions ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s', name, kind, rate, period, capacity, max_reserved, shards, start, storage), ' ; ' ORDER BY name COLLATE "C"), '') FROM rl_definitions;};
+push @lines, q{SELECT 'rl_definitions ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', name, kind, rate, period, capacity, max_reserved, shards, start, storage, shadow, block_for, block_factor, block_max, block_horizon), ' ; ' ORDER BY name COLLATE "C"), '') FROM rl_definitions;};
 push @what, "the rows of rl_definitions after the calls";
 push @lines, q{SELECT 'rl_leases ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, permits, acquired, expires, released), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C", acquired, expires, permits, released), '') FROM rl_leases;};
 push @what, "the rows of rl_leases after the calls";
@@ -381,6 +538,33 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
 	RETURN 'ERROR ' || st || ' ' || msg || ' / ' || COALESCE(det, '');
+END
+$f$;
+-- a sharded call's answer where its pick changes nothing: ok, and when
+-- granted what it took and the limit's size
+CREATE FUNCTION pg_temp.try_picked(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	r text := pg_temp.try(q);
+BEGIN
+	IF r NOT LIKE '(t,%' THEN
+		RETURN r;
+	END IF;
+	IF q LIKE 'rl_limit_all%' THEN
+		RETURN 'granted';
+	END IF;
+	RETURN format('granted %s of %s', (r::rl_result).granted, (r::rl_result).capacity);
+END
+$f$;
+-- a value that floating-point order may change in its last bits
+CREATE FUNCTION pg_temp.try_rounded(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	v float8;
+	t timestamptz;
+BEGIN
+	EXECUTE 'SELECT value, ts FROM ' || q INTO v, t;
+	RETURN round(v::numeric, 6) || ' ' || t;
+EXCEPTION WHEN OTHERS THEN
+	RETURN pg_temp.try(q);
 END
 $f$;
 SET timezone = 'UTC';

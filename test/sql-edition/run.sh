@@ -112,7 +112,7 @@ plant() {
 plain_psql -U postgres -d sqled -c "GRANT USAGE, CREATE ON SCHEMA limits TO rl_peer"
 rl_log "planting operators and functions in the schema, before the install"
 plant tle
-PGOPTIONS="-c search_path=limits" plain_psql -1 -U rl_app -d sqled -f "$install" >/dev/null ||
+PGOPTIONS="-c search_path=limits -c zz_planted.installing=on" plain_psql -1 -U rl_app -d sqled -f "$install" >/dev/null ||
 	fail "the install failed"
 rl_log "planting operators and functions in the schema, after the install"
 plant sqled
@@ -226,7 +226,8 @@ $on"
 SPECS=${RL_SQLED_SPECS:-last_token new_key savepoint reservations isolation_levels \
 	new_key_levels reads_never_block definition_cache hand_edits timeouts \
 	held_grant limit_all_order limit_all_prefixes concurrency concurrency_lowered \
-	concurrency_redefine lease_redefine}
+	concurrency_redefine lease_redefine block_race shards_both_busy \
+	shards_holder_nowait shards_multixact shards_skip}
 SPECS=$(echo $SPECS)
 rl_log "isolation specs against the SQL edition: $SPECS"
 # The name's lock of a concurrency limit, in pg_locks: the C edition's tag
@@ -266,7 +267,7 @@ fi
 # output too: they name the source line that raised it, and PL/pgSQL's
 # call stack, which the C edition's errors do not have.
 # (not concurrency: it shows the C edition's lock tags in pg_locks)
-REGRESS=${RL_SQLED_REGRESS:-define limit fixed_window keys reserve transactions limit_all_prefixes trigger_keys}
+REGRESS=${RL_SQLED_REGRESS:-define limit fixed_window keys reserve transactions limit_all_prefixes trigger_keys shards}
 # rl_headers, rl_status and rl_gc: their suites define sharded limits too,
 # so they run once the edition has shards
 if [ -z "${RL_SQLED_REGRESS:-}" ]; then

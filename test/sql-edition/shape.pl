@@ -31,12 +31,11 @@ my %differs = (
 		'rl_inline_policy(text)'),
 	'function rl_definitions_guard()|security definer' =>
 		'it calls the _rl_ helpers, which only the owner may call, for a hand edit by any role',
-	'table rate_limits|comment on column prev' =>
-		'no escalating blocks: prev holds no offence score',
+	'table rl_definitions|comment on column shadow' =>
+		'the C edition\'s comment adds that its refusals count in rl_stats, which needs shared memory',
 	map({ ("table rl_definitions|comment on column $_" =>
 		'the column\'s comment tells of a feature the SQL edition does not have yet') }
-		qw(storage shadow block_for block_factor block_max block_horizon
-		time_zone ipv4_prefix ipv6_prefix max_debt)),
+		qw(storage time_zone ipv4_prefix ipv6_prefix max_debt)),
 );
 # The time zone of a plan or a key, for a calendar limit, which the SQL
 # edition does not have yet: the column time_zone of rl_plans and
