@@ -283,7 +283,7 @@ BEGIN
 	dp := _rl_odd_part(p.period::numeric);
 	a := pg_catalog.gcd(mm.m::numeric, dp.odd);
 	rate := _rl_ldexp(pg_catalog.div(mm.m::numeric, a)::float8, mm.e - dp.twos);
-	IF rate IS NULL OR NOT rate > 0
+	IF rate IS NULL OR NOT rate > 0::float8
 			OR _rl_ldexp(rate, dp.twos) IS NULL
 			OR _rl_ldexp(rate, dp.twos) * a::float8 <> p.rate THEN
 		RETURN p;

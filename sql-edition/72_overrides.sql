@@ -204,10 +204,10 @@ END
 $$;
 
 -- rl_move_state (src/adjust.c): a row moved to another policy, from its
--- state brought forward to now under the old one: it keeps what it held,
--- at most the new capacity, and gains nothing for the time before now; a
--- negative value (a debt, a reservation) stays; a blocked row is not
--- touched.
+-- state brought forward to now under the old one, where a call could take
+-- held: what a call can take stays at most held, and the row gains
+-- nothing for the time before now.  A negative value (a debt, a
+-- reservation) stays; a blocked row is not touched.
 CREATE FUNCTION _rl_move_state(p _rl_policy, origin bigint, s _rl_stored, now bigint,
 	held float8)
 RETURNS _rl_stored
@@ -215,25 +215,90 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
 	cur _rl_stored := _rl_current_state(p, origin, s, now);
+	excess float8;
 BEGIN
 	-- rl_state_is_blocked: counted from a time, or a window, after now's
 	IF s.ts IS NOT NULL AND (s.ts > now OR (p.kind <> 'token bucket'
 			AND _rl_window_of(p, origin, s.ts) > _rl_window_of(p, origin, now))) THEN
 		RETURN s;
 	END IF;
-	cur.value := LEAST(cur.value, held);
+	excess := _rl_available(p, origin, cur, now) - held;
+	IF excess > 0::float8 THEN
+		cur.value := cur.value - excess;
+	END IF;
 	RETURN cur;
 END
 $$;
 
--- leave_policy and enter_policy (src/plans.c), the two halves of a key's
--- move to another policy, each on the key's row (created full when
--- missing, then held until the transaction ends), under the policy in
--- force when it runs: leaving brings the state to now, so the time since
--- the key's last call refills at the old rate; entering keeps what the
--- row held (table_adjust's move: the row's value), at most the new
--- capacity, and gives nothing for the time before the move.
-CREATE FUNCTION _rl_move_key(name text, key text, entering boolean)
+-- What a key holds as it leaves a policy (KeyHeld, src/plans.c).
+CREATE TYPE _rl_held AS (
+	held float8,		-- what a call could take
+	until bigint,		-- a fixed window's end, or NULL
+	per_us float8,		-- and its rate per microsecond of it
+	count float8,		-- a sliding window's count in its window
+	prev float8,		-- and in the window before since
+	since bigint
+);
+
+-- leave_policy (src/plans.c): the key's row (created full when missing,
+-- then held until the transaction ends) brought to now under the policy
+-- it has, so the time since its last call refills at the old rate; what a
+-- call could then take, its fixed window's end, its sliding counts.
+CREATE FUNCTION _rl_leave_key(name text, key text)
+RETURNS _rl_held
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	t _rl_target := _rl_resolve(name, key, NULL::rl_policy, false, true);
+	s _rl_stored;
+	o _rl_stored;
+	now bigint;
+	h _rl_held;
+	origin bigint;
+BEGIN
+	IF (t.policy).shards > 1 THEN
+		RAISE EXCEPTION 'moving a key of a sharded limit is not in the SQL edition of ratelimit yet'
+			USING ERRCODE = 'feature_not_supported',
+			HINT = 'Use the C edition, or a limit without shards.';
+	END IF;
+	-- a penalty of nothing, then a refund of nothing
+	FOR step IN 1 .. 2 LOOP
+		s := _rl_hold(t, key);
+		t := _rl_reread(t);
+		now := _rl_us(_rl_now());
+		o := _rl_adjust_state(t.policy, _rl_origin(t, key),
+			CASE WHEN step = 1 THEN 'penalize' ELSE 'refund' END, s, now, 0::float8, 0::bigint);
+		PERFORM _rl_check_state_time(o, now);
+		UPDATE ONLY rate_limits r SET value = o.value, ts = _rl_ts(o.ts), prev = o.prev
+		WHERE r.name = t.stored AND r.key = _rl_leave_key.key AND r.shard = 0;
+	END LOOP;
+	origin := _rl_origin(t, key);
+	h.held := _rl_available(t.policy, origin, o, now);
+	IF (t.policy).kind = 'fixed window' THEN
+		h.until := _rl_window_of(t.policy, origin, now) + (t.policy).period;
+		IF NOT _rl_valid_time(h.until) THEN
+			h.until := NULL;
+		END IF;
+		h.per_us := CASE WHEN h.until IS NULL THEN 0::float8
+			ELSE (t.policy).rate / (t.policy).period::float8 END;
+	END IF;
+	h.count := 0;
+	h.prev := 0;
+	IF (t.policy).kind = 'sliding window' THEN
+		h.count := (t.policy).capacity - o.value;
+		h.prev := CASE WHEN o.prev IS NULL OR o.prev = 'NaN'::float8 OR o.prev < 0::float8
+			THEN (t.policy).capacity ELSE o.prev END;
+		h.since := _rl_window_start(now, origin, (t.policy).period);
+	END IF;
+	RETURN h;
+END
+$$;
+
+-- enter_policy (src/plans.c): once rl_overrides says the new policy, the
+-- row keeps what a call could take (table_adjust's move), at most the new
+-- capacity; a sliding window's counts in the new current window stay
+-- counted.
+CREATE FUNCTION _rl_enter_key(name text, key text, h _rl_held)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -242,22 +307,55 @@ DECLARE
 	s _rl_stored;
 	o _rl_stored;
 	now bigint;
+	origin bigint;
+	counted float8;
+	w_end bigint;
 BEGIN
-	-- leaving: a penalty of nothing, then a refund of nothing
-	FOR step IN 1 .. CASE WHEN entering THEN 1 ELSE 2 END LOOP
-		s := _rl_hold(t, key);
-		t := _rl_reread(t);
-		now := _rl_us(_rl_now());
-		IF entering THEN
-			o := _rl_move_state(t.policy, _rl_origin(t, key), s, now, s.value);
-		ELSE
-			o := _rl_adjust_state(t.policy, _rl_origin(t, key),
-				CASE WHEN step = 1 THEN 'penalize' ELSE 'refund' END, s, now, 0::float8, 0::bigint);
+	s := _rl_hold(t, key);
+	t := _rl_reread(t);
+	IF (t.policy).shards > 1 THEN
+		RAISE EXCEPTION 'moving a key of a sharded limit is not in the SQL edition of ratelimit yet'
+			USING ERRCODE = 'feature_not_supported',
+			HINT = 'Use the C edition, or a limit without shards.';
+	END IF;
+	now := _rl_us(_rl_now());
+	origin := _rl_origin(t, key);
+	IF (t.policy).kind = 'sliding window' AND (h.count > 0::float8 OR h.prev > 0::float8) THEN
+		counted := h.count + CASE WHEN h.since > _rl_window_start(now, origin, (t.policy).period)
+			THEN h.prev ELSE 0::float8 END;
+		h.held := LEAST(h.held, (t.policy).capacity - counted);
+	END IF;
+	o := _rl_move_state(t.policy, origin, s, now, h.held);
+	PERFORM _rl_check_state_time(o, now);
+	-- a fixed window that ends before the old one pays, as a penalty, for
+	-- the refill it brings forward, in the old policy's units
+	IF h.until IS NOT NULL AND (t.policy).kind = 'fixed window' THEN
+		w_end := _rl_window_of(t.policy, origin, now) + (t.policy).period;
+		IF _rl_valid_time(w_end) AND w_end < h.until AND h.per_us > 0::float8 THEN
+			o := _rl_adjust_state(t.policy, origin, 'penalize', o, now,
+				h.per_us * (h.until - w_end)::float8, 0::bigint);
+			PERFORM _rl_check_state_time(o, now);
 		END IF;
-		PERFORM _rl_check_state_time(o, now);
-		UPDATE ONLY rate_limits r SET value = o.value, ts = _rl_ts(o.ts), prev = o.prev
-		WHERE r.name = t.stored AND r.key = _rl_move_key.key AND r.shard = 0;
-	END LOOP;
+	END IF;
+	UPDATE ONLY rate_limits r SET value = o.value, ts = _rl_ts(o.ts), prev = o.prev
+	WHERE r.name = t.stored AND r.key = _rl_enter_key.key AND r.shard = 0;
+END
+$$;
+
+-- What policy a key has (rl_storage_lock_assignments), after locking its
+-- definition's row so that the assignments of its keys change one at a
+-- time: 'definition', 'plan' or 'override'.
+CREATE FUNCTION _rl_lock_assignments(name text, key text)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+	PERFORM FROM ONLY rl_definitions d WHERE d.name = _rl_lock_assignments.name
+	FOR NO KEY UPDATE;
+	RETURN COALESCE((SELECT CASE WHEN o.plan IS NOT NULL THEN 'plan' ELSE 'override' END
+		FROM ONLY rl_overrides o
+		WHERE o.name = _rl_lock_assignments.name AND o.key = _rl_lock_assignments.key),
+		'definition');
 END
 $$;
 
@@ -277,13 +375,17 @@ END
 $$;
 
 -- rl_override: create or replace the override of one key of a defined
--- rate limit (replacing its assignment to a plan).  Its numbers take
--- effect at the key's next call, its state kept.
+-- rate limit (replacing its assignment to a plan).  A key's first
+-- override takes effect at its next call, its state kept; a key that has
+-- an override or a plan moves (write_override, src/plans.c).
 CREATE FUNCTION _rl_override(name text, key text, rate float8, period interval,
 	capacity float8, max_reserved float8)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
+DECLARE
+	moving boolean;
+	h _rl_held;
 BEGIN
 	PERFORM _rl_key_args(name, key);
 	IF rate IS NULL THEN
@@ -291,11 +393,19 @@ BEGIN
 	END IF;
 	PERFORM _rl_require_writable('rl_override()');
 	capacity := _rl_own_numbers(name, rate, period, capacity, max_reserved);
+	PERFORM _rl_overridable(name);
+	moving := _rl_lock_assignments(name, key) <> 'definition';
+	IF moving THEN
+		h := _rl_leave_key(name, key);
+	END IF;
 	INSERT INTO rl_overrides AS o (name, key, rate, period, capacity, max_reserved)
 	VALUES (name, key, rate, period, capacity, max_reserved)
 	ON CONFLICT ON CONSTRAINT rl_overrides_pkey DO UPDATE SET rate = excluded.rate,
 		period = excluded.period, capacity = excluded.capacity,
 		max_reserved = excluded.max_reserved, plan = excluded.plan;
+	IF moving THEN
+		PERFORM _rl_enter_key(name, key, h);
+	END IF;
 END
 $$;
 
@@ -315,18 +425,25 @@ COMMENT ON FUNCTION rl_override(text, text, float8, interval, float8, float8) IS
 REVOKE ALL ON FUNCTION rl_override(text, text, float8, interval, float8, float8) FROM PUBLIC;
 
 -- rl_unoverride: drop the override of one key (not an assignment): it
--- follows the definition again.  False when it had none.
+-- moves back to the definition.  False, nothing changed, when it had none.
 CREATE FUNCTION _rl_unoverride(name text, key text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
+DECLARE
+	h _rl_held;
 BEGIN
 	PERFORM _rl_key_args(name, key);
 	PERFORM _rl_require_writable('rl_unoverride()');
 	PERFORM _rl_overridable(name);
+	IF _rl_lock_assignments(name, key) <> 'override' THEN
+		RETURN false;
+	END IF;
+	h := _rl_leave_key(name, key);
 	DELETE FROM ONLY rl_overrides o
 	WHERE o.name = _rl_unoverride.name AND o.key = _rl_unoverride.key AND o.plan IS NULL;
-	RETURN FOUND;
+	PERFORM _rl_enter_key(name, key, h);
+	RETURN true;
 END
 $$;
 
@@ -428,18 +545,16 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
 	n integer;
+	h _rl_held;
 BEGIN
 	PERFORM _rl_key_args(name, key);
 	PERFORM _rl_require_writable(cmdname);
 	PERFORM _rl_overridable(name);
-	PERFORM FROM ONLY rl_definitions d WHERE d.name = _rl_change_plan.name FOR NO KEY UPDATE;
-	IF plan IS NULL AND NOT EXISTS (SELECT FROM ONLY rl_overrides o
-			WHERE o.name = _rl_change_plan.name AND o.key = _rl_change_plan.key
-				AND o.plan IS NOT NULL) THEN
+	IF _rl_lock_assignments(name, key) <> 'plan' AND plan IS NULL THEN
 		-- nothing to leave: the key's state is not touched either
 		RETURN false;
 	END IF;
-	PERFORM _rl_move_key(name, key, false);
+	h := _rl_leave_key(name, key);
 	IF plan IS NULL THEN
 		DELETE FROM ONLY rl_overrides o
 		WHERE o.name = _rl_change_plan.name AND o.key = _rl_change_plan.key
@@ -458,7 +573,7 @@ BEGIN
 				HINT = 'Create it with rl_plan() first.';
 		END IF;
 	END IF;
-	PERFORM _rl_move_key(name, key, true);
+	PERFORM _rl_enter_key(name, key, h);
 	RETURN true;
 END
 $$;

@@ -163,7 +163,9 @@ BEGIN
 		RETURN false;
 	END IF;
 	RETURN cur.value >= p.capacity AND cur.ts = fresh_ts
-		AND NOT (p.kind = 'sliding window' AND COALESCE(cur.prev > 0::float8, false));
+		AND NOT (p.kind = 'sliding window' AND COALESCE(cur.prev > 0::float8, false))
+		-- an offence score that still counts keeps the row
+		AND NOT (_rl_escalates(p) AND _rl_offence_score(p, s, now) > 0::float8);
 END
 $$;
 
@@ -275,6 +277,7 @@ DECLARE
 	p _rl_policy;
 	locked _rl_stored;
 	tid tid;
+	tid_count bigint;
 	removed bigint := 0;
 BEGIN
 	IF max_rows IS NULL THEN
@@ -291,6 +294,9 @@ BEGIN
 		EXIT WHEN removed >= max_rows::bigint;
 		p := _rl_row_policy(r.name, r.key);
 		CONTINUE WHEN p.kind IS NULL OR r.shard >= p.shards;
+		IF p.shards > 1 THEN
+			p := _rl_policy_shard(p);	-- each row holds a shard's share
+		END IF;
 		CONTINUE WHEN NOT _rl_state_is_idle(p,
 			_rl_row_origin(p, r.name, r.key),
 			ROW(r.value, r.ts, r.prev)::_rl_stored, _rl_us(_rl_now()));
@@ -301,11 +307,22 @@ BEGIN
 		CONTINUE WHEN NOT FOUND;
 		p := _rl_row_policy(r.name, r.key);
 		CONTINUE WHEN p.kind IS NULL OR r.shard >= p.shards;
+		IF p.shards > 1 THEN
+			p := _rl_policy_shard(p);	-- each row holds a shard's share
+		END IF;
 		CONTINUE WHEN NOT _rl_state_is_idle(p, _rl_row_origin(p, r.name, r.key),
 			locked, _rl_us(_rl_now()));
 		DELETE FROM ONLY rate_limits s WHERE s.ctid = tid;
 		removed := removed + 1;
 	END LOOP;
+	-- then leases whose ttl has passed, released or not, up to the rest
+	IF removed < max_rows::bigint THEN
+		DELETE FROM ONLY rl_leases l WHERE l.id OPERATOR(pg_catalog.=) ANY (ARRAY(
+			SELECT x.id FROM ONLY rl_leases x WHERE x.expires <= _rl_now()
+			LIMIT max_rows::bigint - removed FOR UPDATE SKIP LOCKED));
+		GET DIAGNOSTICS tid_count = ROW_COUNT;
+		removed := removed + tid_count;
+	END IF;
 	RETURN removed;
 END
 $$;
@@ -352,6 +369,7 @@ DECLARE
 	cur _rl_stored;
 	now bigint := _rl_us(_rl_now());
 	d _rl_decision;
+	dd rl_definitions;
 BEGIN
 	-- rows left from a rate under a name now a concurrency limit
 	IF config.kind IN ('concurrency', 'concurrency lease') THEN
@@ -360,6 +378,21 @@ BEGIN
 	p := _rl_policy_of(config.kind, config.rate, config.period, config.capacity,
 		config.max_reserved, config.shards, config.start,
 		COALESCE(config.storage, 'table'), config.time_zone);
+	-- definition_escalation (src/functions.c): a defined limit's
+	-- escalation, which the view's policy does not carry
+	IF pg_catalog.strpos(name, E'\x1f') = 0 THEN
+		SELECT * INTO dd FROM ONLY rl_definitions WHERE rl_definitions.name = rl_status_row.name;
+		IF dd.name IS NOT NULL AND dd.kind = p.kind THEN
+			BEGIN
+				p := _rl_definition_options(dd, p);
+			EXCEPTION WHEN invalid_parameter_value THEN
+				NULL;
+			END;
+		END IF;
+	END IF;
+	IF p.shards > 1 THEN
+		p := _rl_policy_shard(p);	-- each row holds a shard's share
+	END IF;
 	origin := _rl_row_origin(p, name, key);
 	s := ROW(stored_value, _rl_us(stored_ts),
 		CASE WHEN stored_prev = 'NaN'::float8 THEN NULL ELSE stored_prev END)::_rl_stored;

@@ -221,10 +221,10 @@ SELECT ok FROM rl_limit('du_m', 'k', 10000);
 SELECT rl_undefine('du'), rl_undefine('du_m');
 
 -- plans that refill at different speeds: a move to a plan whose window
--- ends sooner pays for the refill it brings forward (at most one window's
--- rate).  The day's 1000 used at 01:00; hourly (100 an hour) ends at
--- 02:00, 23 hours before the day: -100, so 02:00 brings it back to 0;
--- back to daily at 02:00: 0, neither a second 1000 nor the hourly 100
+-- ends sooner pays for the refill it brings forward, in the old plan's
+-- units.  The day's 1000 used at 01:00; hourly (100 an hour) ends at
+-- 02:00, 22 hours before the day: 1000 * 22/24 paid (-916.67), and 02:00
+-- brings 100; back to daily at 02:00: no second 1000, no hourly 100
 SET ratelimit.now_override = '2026-01-01 01:00:00+00';
 SELECT rl_define('hop', 'fixed window', 1000, '1 day', start => '2026-01-01');
 SELECT rl_plan('hop', 'daily', 1000);
@@ -237,7 +237,7 @@ SELECT rl_assign('hop', 'k', 'daily');
 SELECT rl_assign('hop_m', 'k', 'daily');
 SELECT ok FROM rl_limit('hop', 'k', 1000);
 SELECT ok FROM rl_limit('hop_m', 'k', 1000);
--- hourly: -100 now
+-- hourly: -916.67 now
 SELECT rl_assign('hop', 'k', 'hourly');
 SELECT rl_assign('hop_m', 'k', 'hourly');
 SELECT value FROM rl_value('hop', 'k');

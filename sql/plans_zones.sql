@@ -34,7 +34,7 @@ SELECT n, ok, remaining FROM unnest(ARRAY['day', 'day_m']) n,
 
 -- Tokyo's day began at 15:00 UTC yesterday and ends at 15:00 UTC today,
 -- 9 hours before UTC's.  40 used today in UTC, moved to Tokyo: the move
--- pays for the midnight it brings forward, 9/24 of a day's 100 (37.5), so
+-- pays for the midnight it brings forward, 9/24 of the old day's 100 (37.5), so
 -- 22.5 of the 60 left now, and Tokyo's 100 from its midnight
 SET ratelimit.now_override = '2026-01-01 12:00:00+00';
 SELECT n, (rl_limit(n, 'c2', 40)).ok FROM unnest(ARRAY['day', 'day_m']) n;
@@ -111,7 +111,7 @@ WHERE name = 'day' AND key = 'c4';
 -- York (rl_override again), whose day ends after UTC's: the 30 left, not
 -- a fresh 50.  Another key's override in Tokyo after Tokyo's midnight, 20
 -- used, then none (rl_unoverride: the definition's UTC, whose day ends 15
--- hours sooner): its 30 less 15/24 of 100 (-32.5)
+-- hours sooner): its 30 less 15/24 of the override's 50 (-1.25)
 SET ratelimit.now_override = '2026-01-01 16:00:00+00';
 SELECT n, rl_override(n, 'c5', 50, time_zone => 'UTC'),
 	rl_override(n, 'c7', 50, time_zone => 'Asia/Tokyo')

@@ -109,45 +109,31 @@ rl_penalize_state(const RlPolicy *policy, int64_t origin,
 /*
  * A row moved to another policy (a key's plan or time zone changed), from
  * its state brought forward to now under the old one, where a call could
- * take held and the window ended at until (0: not a fixed window): what a
- * call can take stays at most held, and the row gains nothing for the
- * time before now (brought forward under policy, then taken back, so a
- * window that policy would start earlier gives nothing).  For a sliding
- * window that is its value less the previous window's weighted count, so
- * a policy of another period cannot forget what the previous window took.
- * A fixed window that ends before until (another time zone's day, or a
- * shorter window, ends sooner) brings the row's next refill forward: it
- * pays for that with the
- * share of a window's rate the refill comes early (rate times the time
- * between end and until over the window's length), blocked or not, so
- * however often a key moves, its windows never refill it faster than one
- * rate per window's length.  A negative value (a debt, a reservation)
- * stays; a blocked row keeps its block.
+ * take held: what a call can take stays at most held, and the row gains
+ * nothing for the time before now (brought forward under policy, then
+ * taken back, so a window that policy would start earlier gives nothing).
+ * For a sliding window that is its value less the previous window's
+ * weighted count.  A negative value (a debt, a reservation) stays; a
+ * blocked row is not touched.  (What a move pays for a refill it brings
+ * forward is a penalty of its own: plans.c.)
  */
 RlStatus
 rl_move_state(const RlPolicy *policy, int64_t origin, const RlState *state,
-			  int64_t now, double held, int64_t until, RlState *out)
+			  int64_t now, double held, RlState *out)
 {
 	RlStatus	status = current_state(policy, origin, state, now, out);
-	int64_t		end;
-	int64_t		length;
 	double		excess;
 
 	if (status != RL_DECIDED)
 		return status;
 	if (state != NULL && rl_state_is_blocked(policy, origin, *state, now))
-		*out = *state;
-	else
 	{
-		excess = rl_available(policy, origin, *out, now) - held;
-		if (excess > 0)
-			out->value -= excess;
+		*out = *state;
+		return RL_DECIDED;
 	}
-	end = rl_window_end(policy, origin, now);
-	length = rl_window_length(policy, origin, now);
-	if (until > 0 && end > 0 && end < until && length > 0)
-		out->value -= policy->rate * fmin((double) (until - end) /
-										  (double) length, 1.0);
+	excess = rl_available(policy, origin, *out, now) - held;
+	if (excess > 0)
+		out->value -= excess;
 	return RL_DECIDED;
 }
 

@@ -357,8 +357,8 @@ rl_window_start(int64_t t, int64_t origin, int64_t period)
 
 /*
  * The end of a fixed window's window that holds t (the first microsecond
- * of the next), or 0 for the other kinds and for an end that is not a
- * valid time.
+ * of the next), or RL_NO_TIME for the other kinds and for an end that is
+ * not a valid time.
  */
 int64_t
 rl_window_end(const RlPolicy *policy, int64_t origin, int64_t t)
@@ -368,12 +368,12 @@ rl_window_end(const RlPolicy *policy, int64_t origin, int64_t t)
 	int64_t		end;
 
 	if (policy->kind != RL_FIXED_WINDOW)
-		return 0;
+		return RL_NO_TIME;
 	start = rl_window_of(policy, origin, t);
 	length = rl_window_length(policy, origin, t);
 	if (length <= 0 || __builtin_add_overflow(start, length, &end) ||
 		!rl_valid_time(end))
-		return 0;
+		return RL_NO_TIME;
 	return end;
 }
 

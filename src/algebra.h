@@ -42,6 +42,8 @@
  */
 #define RL_MIN_TIME			INT64_C(-211813488000000000)
 #define RL_END_TIME			INT64_C(9223371331200000000)
+/* No time at all, below every valid one (rl_window_end, rl_move_state). */
+#define RL_NO_TIME			INT64_MIN
 
 typedef enum RlKind
 {
@@ -244,7 +246,7 @@ extern RlStatus rl_penalize_state(const RlPolicy *policy, int64_t origin,
 								  double count, RlState *out);
 extern RlStatus rl_move_state(const RlPolicy *policy, int64_t origin,
 							  const RlState *state, int64_t now, double held,
-							  int64_t until, RlState *out);
+							  RlState *out);
 extern double rl_offence_score(const RlPolicy *policy, RlState state,
 							   int64_t t);
 extern int64_t rl_escalated_block_for(const RlPolicy *policy,

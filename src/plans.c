@@ -136,7 +136,8 @@ own_numbers(FunctionCallInfo fcinfo, text *name, bool plan, Datum *values,
 typedef struct KeyHeld
 {
 	double		held;			/* what a call could take */
-	int64		until;			/* a fixed window's end (else 0) */
+	int64		until;			/* a fixed window's end (else RL_NO_TIME) */
+	double		per_us;			/* and its rate per microsecond of it */
 	/* a sliding window's counts: its current window's, from since */
 	double		count;
 	double		prev;			/* and the window's before since */
@@ -169,6 +170,8 @@ leave_policy(RlTarget *target)
 	now = rl_clock_now();
 	out.held = rl_available(&before.policy, before.origin, state, now);
 	out.until = rl_window_end(&before.policy, before.origin, now);
+	out.per_us = out.until == RL_NO_TIME ? 0 : before.policy.rate /
+		(double) rl_window_length(&before.policy, before.origin, now);
 	out.count = 0;
 	out.prev = 0;
 	out.since = 0;
@@ -186,16 +189,20 @@ leave_policy(RlTarget *target)
 /*
  * The second half, once rl_overrides says the new policy: each row (each
  * shard) keeps what it held, at most its share of the new capacity, and
- * gains nothing for the time before the move (rl_move_state).  So a move
- * never gives tokens, however often a key hops between policies that
- * refill at different speeds or count sliding windows of other periods; a
- * move to a time zone whose day ends sooner starts the key one day's rate
- * below what it held, so it refills no sooner than its old day ended; a
- * debt stays, and a blocked key stays blocked.
+ * gains nothing for the time before the move (rl_move_state).  A fixed
+ * window that ends before the old one did (a zone whose day ends first, a
+ * shorter window) brings the key's next refill forward: the move pays for
+ * that in the old policy's units, its rate over its window's length times
+ * the time the refill comes early, as a penalty (below zero if need be,
+ * blocked or not).  So hopping between policies, zones and windows never
+ * refills a key faster than the policy it left would have; a debt stays,
+ * and a blocked key stays blocked.
  */
 static void
 enter_policy(RlTarget *target, KeyHeld held)
 {
+	int64		end;
+
 	rl_target_resolve(target, NULL);
 	if (target->policy.kind == RL_SLIDING_WINDOW &&
 		(held.count > 0 || held.prev > 0))
@@ -213,7 +220,12 @@ enter_policy(RlTarget *target, KeyHeld held)
 
 		held.held = fmin(held.held, target->policy.capacity - count);
 	}
-	(void) rl_adjust(target, RL_ADJUST_MOVE, held.held, held.until);
+	(void) rl_adjust(target, RL_ADJUST_MOVE, held.held, 0);
+	end = rl_window_end(&target->policy, target->origin, rl_clock_now());
+	if (held.until != RL_NO_TIME && end != RL_NO_TIME && end < held.until &&
+		held.per_us > 0)
+		(void) rl_adjust(target, RL_ADJUST_PENALIZE,
+						 held.per_us * (double) (held.until - end), 0);
 }
 
 /*

@@ -168,8 +168,7 @@ rl_adjust_state(const RlPolicy *policy, int64 origin, RlAdjustment kind,
 				status = rl_refund_state(policy, origin, state, now, 0, out);
 			break;
 		case RL_ADJUST_MOVE:
-			status = rl_move_state(policy, origin, state, now, amount,
-								   duration, out);
+			status = rl_move_state(policy, origin, state, now, amount, out);
 			break;
 	}
 	rl_check_status(status, now);

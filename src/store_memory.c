@@ -247,7 +247,7 @@ memory_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		if (kind == RL_ADJUST_MOVE)
 			amount -= rl_memory_own_refunds(&k);
 		rl_adjust_state(&target->policy, target->origin, kind, &state, now, amount,
-				   kind == RL_ADJUST_MOVE ? duration : 0, &next, &took);
+				   0, &next, &took);
 		/* the entry is read as stored: what the move takes is from now's */
 		if (kind == RL_ADJUST_MOVE)
 			took = rl_refill(&target->policy, target->origin, state,
