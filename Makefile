@@ -41,7 +41,7 @@
 
 EXTENSION = ratelimit
 MODULE_big = ratelimit
-OBJS = src/access.o src/adjust.o src/algebra.o src/calendar.o src/clock.o src/concurrency.o \
+OBJS = src/access.o src/adjust.o src/algebra.o src/calendar.o src/call_cache.o src/clock.o src/concurrency.o \
 	src/definitions.o src/direct.o src/errors.o src/fields.o src/functions.o src/gc.o \
 	src/held.o src/http.o src/kinds.o src/limit.o src/memory.o src/memory_file.o src/memory_gc.o \
 	src/memory_names.o src/memory_table.o src/memory_xact.o src/names.o src/plans.o src/policy.o src/refused.o \

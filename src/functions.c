@@ -35,6 +35,7 @@
 #include "access.h"
 #include "algebra.h"
 #include "calendar.h"
+#include "call_cache.h"
 #include "clock.h"
 #include "compat.h"
 #include "concurrency.h"
@@ -83,14 +84,6 @@ PG_MODULE_MAGIC;
 #define ARG_ALL_THROWS	4
 #define ARG_ALL_JITTER	5
 
-/* What a call site looks up once and keeps in fn_extra. */
-typedef struct RlCallCache
-{
-	Oid			nspid;			/* the extension's schema */
-	Oid			key_type;		/* declared type of argument 1 */
-	TupleDesc	result_desc;	/* blessed, or NULL for void results */
-} RlCallCache;
-
 PG_FUNCTION_INFO_V1(rl_define);
 PG_FUNCTION_INFO_V1(rl_undefine);
 PG_FUNCTION_INFO_V1(rl_allow);
@@ -133,143 +126,6 @@ _PG_init(void)
 	rl_concurrency_init();
 	/* after every ratelimit.* setting is defined */
 	MarkGUCPrefixReserved("ratelimit");
-}
-
-/*
- * What fn_extra keeps, looked up once per function for the backend: an
- * FmgrInfo, and so fn_extra, lasts one execution of a statement (of a
- * prepared one too), and looking the function up on each cost more than a
- * memory limit's own work.  What is kept comes from the function's pg_proc
- * row and its result type's attributes, so a change to pg_proc or pg_type,
- * or any relcache invalidation (ALTER TYPE changes a composite type's
- * relation), forgets it all, at the next call: nothing a call in progress
- * uses is freed under it, since every fn_extra has its own copy.
- */
-#define KNOWN_FUNCTIONS 64
-
-typedef struct RlKnownFunction
-{
-	Oid			fn_oid;
-	RlCallCache cache;			/* result_desc: the master, in
-								 * CacheMemoryContext */
-} RlKnownFunction;
-
-static RlKnownFunction known[KNOWN_FUNCTIONS];
-static int	nknown = 0;
-static bool known_stale = false;
-static bool known_callbacks = false;
-
-static void
-forget_known_syscache(Datum arg, int cacheid, uint32 hashvalue)
-{
-	known_stale = true;
-}
-
-static void
-forget_known_relcache(Datum arg, Oid relid)
-{
-	known_stale = true;
-}
-
-/*
- * The function's schema, key type and result descriptor (blessed; NULL
- * for a void result, or one that only the call expression tells), into
- * *out, allocated in the current memory context.
- */
-static void
-look_up_function(Oid fn_oid, RlCallCache *out)
-{
-	HeapTuple	proc;
-	Form_pg_proc form;
-	TupleDesc	desc;
-
-	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn_oid));
-	if (!HeapTupleIsValid(proc))
-		elog(ERROR, "cache lookup failed for function %u", fn_oid);
-	form = (Form_pg_proc) GETSTRUCT(proc);
-	out->nspid = form->pronamespace;
-	out->key_type = form->pronargs > ARG_KEY ?
-		form->proargtypes.values[ARG_KEY] : InvalidOid;
-	ReleaseSysCache(proc);
-	out->result_desc = NULL;
-	/* a copy of its own, made here */
-	if (get_func_result_type(fn_oid, NULL, &desc) == TYPEFUNC_COMPOSITE)
-		out->result_desc = BlessTupleDesc(desc);
-}
-
-/* The backend's entry for a function, looked up when it has none. */
-static const RlCallCache *
-known_function(Oid fn_oid)
-{
-	static RlCallCache scratch;
-	MemoryContext old;
-
-	if (!known_callbacks)
-	{
-		CacheRegisterSyscacheCallback(PROCOID, forget_known_syscache, (Datum) 0);
-		CacheRegisterSyscacheCallback(TYPEOID, forget_known_syscache, (Datum) 0);
-		CacheRegisterRelcacheCallback(forget_known_relcache, (Datum) 0);
-		known_callbacks = true;
-	}
-	if (known_stale)
-	{
-		for (int i = 0; i < nknown; i++)
-			if (known[i].cache.result_desc != NULL)
-				FreeTupleDesc(known[i].cache.result_desc);
-		nknown = 0;
-		known_stale = false;
-	}
-	for (int i = 0; i < nknown; i++)
-		if (known[i].fn_oid == fn_oid)
-			return &known[i].cache;
-
-	/* in the caller's memory, with whatever the lookup leaves there */
-	look_up_function(fn_oid, &scratch);
-	/* an invalidation while it was read: this call's alone */
-	if (known_stale || nknown >= KNOWN_FUNCTIONS)
-		return &scratch;
-	if (scratch.result_desc != NULL)
-	{
-		old = MemoryContextSwitchTo(CacheMemoryContext);
-		scratch.result_desc = CreateTupleDescCopy(scratch.result_desc);
-		MemoryContextSwitchTo(old);
-	}
-	known[nknown].fn_oid = fn_oid;
-	known[nknown].cache = scratch;
-	return &known[nknown++].cache;
-}
-
-/* The call-site cache, built on the first call through this FmgrInfo. */
-static RlCallCache *
-call_cache(FunctionCallInfo fcinfo)
-{
-	FmgrInfo   *flinfo = fcinfo->flinfo;
-	RlCallCache *cache = flinfo->fn_extra;
-	const RlCallCache *k;
-	TupleDesc	desc;
-
-	if (cache)
-		return cache;
-	k = known_function(flinfo->fn_oid);
-	cache = MemoryContextAlloc(flinfo->fn_mcxt, sizeof(RlCallCache));
-	*cache = *k;
-	if (k->result_desc != NULL)
-	{
-		/* a copy keeps the type and typmod the master was blessed with */
-		MemoryContext old = MemoryContextSwitchTo(flinfo->fn_mcxt);
-
-		cache->result_desc = CreateTupleDescCopy(k->result_desc);
-		MemoryContextSwitchTo(old);
-	}
-	else if (get_call_result_type(fcinfo, NULL, &desc) == TYPEFUNC_COMPOSITE)
-	{
-		MemoryContext old = MemoryContextSwitchTo(flinfo->fn_mcxt);
-
-		cache->result_desc = BlessTupleDesc(CreateTupleDescCopy(desc));
-		MemoryContextSwitchTo(old);
-	}
-	flinfo->fn_extra = cache;
-	return cache;
 }
 
 /* Raise the error for a NULL where the argument is required. */
@@ -489,7 +345,7 @@ limit_partial(FunctionCallInfo fcinfo, bool reserve)
 static Datum
 limit_or_check(FunctionCallInfo fcinfo, bool consuming)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlTarget	target;
 	RlAnswer	answer;
 	double		count;
@@ -556,7 +412,7 @@ state_datum(RlCallCache *cache, RlState state)
 Datum
 rl_value(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlTarget	target;
 	RlState		state;
 
@@ -608,7 +464,7 @@ adjust_duration(FunctionCallInfo fcinfo)
 static Datum
 adjust(FunctionCallInfo fcinfo, RlAdjustment kind, const char *cmdname)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlTarget	target;
 	double		count = 0;
 	int64		duration = 0;
@@ -674,7 +530,7 @@ settle_cost(FunctionCallInfo fcinfo, int argno, const char *argname)
 Datum
 rl_settle(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlTarget	target;
 	double		estimated;
 	double		actual;
@@ -710,7 +566,7 @@ rl_settle(PG_FUNCTION_ARGS)
 Datum
 rl_reset(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlTarget	target;
 	HeapTupleHeader config = NULL;
 
@@ -822,7 +678,7 @@ all_result_datum(RlCallCache *cache, const RlTarget *targets,
 Datum
 rl_limit_all(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	Datum	   *names;
 	Datum	   *keys;
 	Datum	   *count_values;
@@ -915,7 +771,7 @@ put_definition(text *name, Datum *values, bool *nulls)
 Datum
 rl_define(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	text	   *name = call_name(fcinfo);
 	Datum		values[RL_DEFINITION_NATTS];
 	bool		nulls[RL_DEFINITION_NATTS];
@@ -949,7 +805,7 @@ rl_define(PG_FUNCTION_ARGS)
 Datum
 rl_undefine(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	text	   *name = call_name(fcinfo);
 	bool		found;
 
@@ -1032,7 +888,7 @@ listable(text *name)
 static Datum
 list_network(FunctionCallInfo fcinfo, const char *action, const char *cmdname)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	text	   *name = call_name(fcinfo);
 	Datum		values[5];
 	bool		nulls[5] = {false};
@@ -1076,7 +932,7 @@ rl_deny(PG_FUNCTION_ARGS)
 Datum
 rl_unlist(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	text	   *name = call_name(fcinfo);
 	bool		found;
 
@@ -1094,7 +950,7 @@ rl_unlist(PG_FUNCTION_ARGS)
 Datum
 rl_gc(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	int32		max_rows = positive_int_arg(fcinfo, 0, "max_rows");
 	uint64		removed;
 
@@ -1116,7 +972,7 @@ rl_gc(PG_FUNCTION_ARGS)
 Datum
 rl_gc_memory(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	int32		max_keys = positive_int_arg(fcinfo, 0, "max_keys");
 	uint64		removed;
 
@@ -1134,7 +990,7 @@ rl_gc_memory(PG_FUNCTION_ARGS)
 Datum
 rl_memory_forget(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	uint64		removed = 0;
 
 	if (!rl_memory_available())
@@ -1178,7 +1034,7 @@ definition_escalation(RlCallCache *cache, text *name, RlPolicy *policy)
 Datum
 rl_status_row(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlPolicy	policy;
 	RlTarget	target;
 	RlState		stored;
@@ -1224,7 +1080,7 @@ rl_status_row(PG_FUNCTION_ARGS)
 Datum
 rl_inline_policy(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlPolicy	p;
 	Datum		values[RL_POLICY_NATTS];
 	bool		nulls[RL_POLICY_NATTS] = {0};
@@ -1263,7 +1119,7 @@ rl_inline_policy(PG_FUNCTION_ARGS)
 static Datum
 policy_datum(FunctionCallInfo fcinfo, RlKind kind)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	Datum		values[RL_POLICY_NATTS];
 	bool		nulls[RL_POLICY_NATTS];
 	RlPolicy	policy;
@@ -1370,7 +1226,7 @@ concurrency_target(FunctionCallInfo fcinfo, RlCallCache *cache, RlKind kind,
 Datum
 rl_define_concurrency(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	text	   *name = call_name(fcinfo);
 	Datum		values[RL_DEFINITION_NATTS] = {0};
 	bool		nulls[RL_DEFINITION_NATTS];
@@ -1419,7 +1275,7 @@ rl_define_concurrency(PG_FUNCTION_ARGS)
 Datum
 rl_acquire(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlTarget	target;
 	int32		permits;
 	int64		wait;
@@ -1455,7 +1311,7 @@ rl_acquire(PG_FUNCTION_ARGS)
 Datum
 rl_lease(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlTarget	target;
 	int32		permits;
 	int64		ttl;
@@ -1481,7 +1337,7 @@ rl_lease(PG_FUNCTION_ARGS)
 Datum
 rl_release(PG_FUNCTION_ARGS)
 {
-	RlCallCache *cache = call_cache(fcinfo);
+	RlCallCache *cache = rl_call_cache(fcinfo);
 	RlLeaseStatus status;
 
 	rl_require_arg(fcinfo, 0, "lease");
