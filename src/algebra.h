@@ -42,7 +42,7 @@
  */
 #define RL_MIN_TIME			INT64_C(-211813488000000000)
 #define RL_END_TIME			INT64_C(9223371331200000000)
-/* No time at all, below every valid one (rl_window_end, rl_move_state). */
+/* No time at all, below every valid one (rl_window_end). */
 #define RL_NO_TIME			INT64_MIN
 
 typedef enum RlKind

@@ -194,9 +194,9 @@ leave_policy(RlTarget *target)
  * shorter window) brings the key's next refill forward: the move pays for
  * that in the old policy's units, its rate over its window's length times
  * the time the refill comes early, as a penalty (below zero if need be,
- * blocked or not).  So hopping between policies, zones and windows never
- * refills a key faster than the policy it left would have; a debt stays,
- * and a blocked key stays blocked.
+ * blocked or not).  Only the policy left is counted: a move through a
+ * policy of a much lower rate pays in its units (docs/policies.md, "Known
+ * limits in 1.3").  A debt stays, and a blocked key stays blocked.
  */
 static void
 enter_policy(RlTarget *target, KeyHeld held)

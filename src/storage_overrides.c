@@ -45,6 +45,21 @@ run_overrides(const char *fmt, int nargs, Oid *types, Datum *args,
 							   expected);
 }
 
+/*
+ * Lock a name's definition row until the transaction ends: the changes of
+ * its keys' plans and overrides then happen one at a time, while calls,
+ * which read the row without a lock, are not held up.
+ */
+static void
+lock_definition(text *name)
+{
+	Datum		args[1] = {PointerGetDatum(name)};
+
+	run_overrides("SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
+				  " FOR NO KEY UPDATE", 1, NULL, args, NULL, false,
+				  SPI_OK_SELECT);
+}
+
 /* Column col of the first row of the last result; false for NULL. */
 static bool
 column(int col, Datum *value)
@@ -160,9 +175,7 @@ rl_storage_plan_zone_movers(text *name, text *plan, text *zone)
 	PointerGetDatum(zone)};
 	Datum		d;
 
-	run_overrides("SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
-				  " FOR NO KEY UPDATE", 1, NULL, args, NULL, false,
-				  SPI_OK_SELECT);
+	lock_definition(name);
 	if (run_overrides("SELECT count(o.key) FROM ONLY %s.rl_plans p"
 					  " JOIN ONLY %s.rl_definitions d ON d.name" EQ "p.name"
 					  " LEFT JOIN ONLY %s.rl_overrides o ON o.name" EQ "p.name"
@@ -234,9 +247,7 @@ rl_storage_lock_assignments(text *name, text *key)
 	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
 	Datum		d;
 
-	run_overrides("SELECT FROM ONLY %s.rl_definitions WHERE name" EQ "$1"
-				  " FOR NO KEY UPDATE", 1, NULL, args, NULL, false,
-				  SPI_OK_SELECT);
+	lock_definition(name);
 	if (run_overrides("SELECT plan IS NOT NULL FROM ONLY %s.rl_overrides"
 					  " WHERE name" EQ "$1 AND key" EQ "$2",
 					  2, NULL, args, NULL, true, SPI_OK_SELECT) == 0)
