@@ -574,7 +574,7 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'rl_gc'
 LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rl_gc(integer) IS
-	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then up to max_rows idle entries of the memory store; returns how many in all';
+	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then expired leases and records of moves (rl_moves) within the same max_rows, then up to max_rows idle entries of the memory store; returns how many in all';
 REVOKE ALL ON FUNCTION @extschema@.rl_gc(integer) FROM PUBLIC;
 
 -- The memory store's cleanup, which works in a read-only transaction and
@@ -1313,6 +1313,34 @@ COMMENT ON TRIGGER rl_overrides_row_changed ON @extschema@.rl_overrides IS
 	'keeps the per-backend override caches fresh, also for changes a logical-replication worker applies';
 ALTER TABLE @extschema@.rl_overrides ENABLE ALWAYS TRIGGER rl_overrides_row_changed;
 
+-- What a key's last move to another policy (an override, a plan, a time
+-- zone) left to remember, until covered_until: how far the refills it
+-- had were paid for, at what rate, and what the move charged for a
+-- refill it brought forward.  Read and written only by the moves
+-- (rl_override, rl_assign and their inverses), which the definition's row
+-- lock serializes; rl_gc deletes a row once covered_until has passed.
+CREATE TABLE @extschema@.rl_moves (
+	name text COLLATE "C" NOT NULL,
+	key text COLLATE "C" NOT NULL,
+	moved_at timestamptz NOT NULL,
+	covered_until timestamptz NOT NULL,
+	covered_per_us float8 NOT NULL CHECK (covered_per_us OPERATOR(pg_catalog.>=) 0),
+	debt float8 NOT NULL CHECK (debt OPERATOR(pg_catalog.>=) 0),
+	PRIMARY KEY (name, key)
+);
+COMMENT ON TABLE @extschema@.rl_moves IS
+	'the last move of a key to another policy (rl_override, rl_assign and their inverses), kept until covered_until so that a later move pays for the refill it brings forward; rl_gc deletes rows past covered_until';
+COMMENT ON COLUMN @extschema@.rl_moves.moved_at IS
+	'when the key moved';
+COMMENT ON COLUMN @extschema@.rl_moves.covered_until IS
+	'the end of the latest fixed window whose refill the key had when it moved';
+COMMENT ON COLUMN @extschema@.rl_moves.covered_per_us IS
+	'the highest rate, in tokens per microsecond, of the windows that refilled the key up to covered_until';
+COMMENT ON COLUMN @extschema@.rl_moves.debt IS
+	'tokens the move charged for a refill it brought forward, still owed while the key''s window at moved_at lasts';
+REVOKE ALL ON TABLE @extschema@.rl_moves FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rl_moves', '');
+
 -- Monitoring.  Reads without locking; not granted to PUBLIC, since it
 -- lists every key (user ids, addresses) the limiter has seen.
 CREATE VIEW @extschema@.rl_status AS
@@ -1668,6 +1696,7 @@ VALUES
 	('none', 'rate_limits', NULL),
 	('none', 'rl_definitions', NULL),
 	('none', 'rl_overrides', NULL),
+	('none', 'rl_moves', NULL),
 	('none', 'rl_plans', NULL),
 	('none', 'rl_access', NULL),
 	('none', 'rl_leases', NULL),

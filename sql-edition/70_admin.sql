@@ -106,6 +106,7 @@ BEGIN
 	-- its overrides and plans (the assignments first: they refer to plans)
 	DELETE FROM ONLY rl_overrides o WHERE o.name = rl_undefine.name;
 	DELETE FROM ONLY rl_plans p WHERE p.name = rl_undefine.name;
+	DELETE FROM ONLY rl_moves m WHERE m.name = rl_undefine.name;
 END
 $$;
 COMMENT ON FUNCTION rl_undefine(text) IS

@@ -60,11 +60,36 @@ COMMENT ON COLUMN rl_overrides.period IS
 	'NULL: the definition''s period, whatever it becomes';
 REVOKE ALL ON TABLE rl_overrides FROM PUBLIC;
 
+-- What a key's last move to another policy left to remember, until
+-- covered_until: how far the refills it had were paid for, at what rate,
+-- and what the move charged for a refill it brought forward.
+CREATE TABLE rl_moves (
+	name text COLLATE "C" NOT NULL,
+	key text COLLATE "C" NOT NULL,
+	moved_at timestamptz NOT NULL,
+	covered_until timestamptz NOT NULL,
+	covered_per_us float8 NOT NULL CHECK (covered_per_us OPERATOR(pg_catalog.>=) 0),
+	debt float8 NOT NULL CHECK (debt OPERATOR(pg_catalog.>=) 0),
+	PRIMARY KEY (name, key)
+);
+COMMENT ON TABLE rl_moves IS
+	'the last move of a key to another policy (rl_override, rl_assign and their inverses), kept until covered_until so that a later move pays for the refill it brings forward; rl_gc deletes rows past covered_until';
+COMMENT ON COLUMN rl_moves.moved_at IS
+	'when the key moved';
+COMMENT ON COLUMN rl_moves.covered_until IS
+	'the end of the latest fixed window whose refill the key had when it moved';
+COMMENT ON COLUMN rl_moves.covered_per_us IS
+	'the highest rate, in tokens per microsecond, of the windows that refilled the key up to covered_until';
+COMMENT ON COLUMN rl_moves.debt IS
+	'tokens the move charged for a refill it brought forward, still owed while the key''s window at moved_at lasts';
+REVOKE ALL ON TABLE rl_moves FROM PUBLIC;
+
 -- Overrides and plans are configuration, as definitions are.
 DO $rl$
 BEGIN
 	PERFORM pg_catalog.pg_extension_config_dump('rl_plans', '');
 	PERFORM pg_catalog.pg_extension_config_dump('rl_overrides', '');
+	PERFORM pg_catalog.pg_extension_config_dump('rl_moves', '');
 EXCEPTION WHEN feature_not_supported OR object_not_in_prerequisite_state THEN
 	NULL;
 END
@@ -233,17 +258,30 @@ $$;
 -- What a key holds as it leaves a policy (KeyHeld, src/plans.c).
 CREATE TYPE _rl_held AS (
 	held float8,		-- what a call could take
-	until bigint,		-- a fixed window's end, or NULL
-	per_us float8,		-- and its rate per microsecond of it
+	win_until bigint,	-- its fixed window's end, if that refilled it, or NULL
+	win_per_us float8,	-- and its rate per microsecond
+	rec_until bigint,	-- how far its last move's refills were paid for, or NULL
+	rec_per_us float8,	-- and at what rate
+	owed float8,		-- what its last move charged, unspent
 	count float8,		-- a sliding window's count in its window
 	prev float8,		-- and in the window before since
 	since bigint
 );
 
+-- The part of a key's covered time past after (covered_after,
+-- src/plans.c): the latest end and the highest rate of the spans that
+-- end after it; NULL when none does.
+CREATE FUNCTION _rl_covered_after(h _rl_held, after bigint, OUT until bigint, OUT per_us float8)
+LANGUAGE sql IMMUTABLE
+AS $$SELECT max(u), max(r) FROM (VALUES (h.win_until, h.win_per_us), (h.rec_until, h.rec_per_us)) v(u, r)
+	WHERE u > after$$;
+
 -- leave_policy (src/plans.c): the key's row (created full when missing,
 -- then held until the transaction ends) brought to now under the policy
 -- it has, so the time since its last call refills at the old rate; what a
--- call could then take, its fixed window's end, its sliding counts.
+-- call could then take, how far its refills were paid for (its fixed
+-- window's, if that refilled it, and its last move's, from rl_moves,
+-- while they last), its sliding counts.
 CREATE FUNCTION _rl_leave_key(name text, key text)
 RETURNS _rl_held
 LANGUAGE plpgsql VOLATILE
@@ -255,6 +293,9 @@ DECLARE
 	now bigint;
 	h _rl_held;
 	origin bigint;
+	m rl_moves;
+	refilled boolean := true;
+	w_end bigint;
 BEGIN
 	IF (t.policy).shards > 1 THEN
 		RAISE EXCEPTION 'moving a key of a sharded limit is not in the SQL edition of ratelimit yet'
@@ -274,13 +315,27 @@ BEGIN
 	END LOOP;
 	origin := _rl_origin(t, key);
 	h.held := _rl_available(t.policy, origin, o, now);
-	IF (t.policy).kind = 'fixed window' THEN
-		h.until := _rl_window_of(t.policy, origin, now) + (t.policy).period;
-		IF NOT _rl_valid_time(h.until) THEN
-			h.until := NULL;
+	h.owed := 0;
+	SELECT * INTO m FROM ONLY rl_moves x
+	WHERE x.name = _rl_leave_key.name AND x.key = _rl_leave_key.key;
+	IF FOUND AND _rl_us(m.covered_until) > now THEN
+		-- the window it moved into has not begun again since
+		IF (t.policy).kind = 'fixed window' THEN
+			w_end := _rl_window_of(t.policy, origin, _rl_us(m.moved_at)) + (t.policy).period;
+			refilled := _rl_valid_time(w_end) AND w_end <= now;
+		ELSE
+			refilled := false;
 		END IF;
-		h.per_us := CASE WHEN h.until IS NULL THEN 0::float8
-			ELSE (t.policy).rate / (t.policy).period::float8 END;
+		h.rec_until := _rl_us(m.covered_until);
+		h.rec_per_us := m.covered_per_us;
+		h.owed := CASE WHEN refilled THEN 0::float8 ELSE m.debt END;
+	END IF;
+	IF refilled AND (t.policy).kind = 'fixed window' THEN
+		w_end := _rl_window_of(t.policy, origin, now) + (t.policy).period;
+		IF _rl_valid_time(w_end) THEN
+			h.win_until := w_end;
+			h.win_per_us := (t.policy).rate / (t.policy).period::float8;
+		END IF;
 	END IF;
 	h.count := 0;
 	h.prev := 0;
@@ -297,7 +352,12 @@ $$;
 -- enter_policy (src/plans.c): once rl_overrides says the new policy, the
 -- row keeps what a call could take (table_adjust's move), at most the new
 -- capacity; a sliding window's counts in the new current window stay
--- counted.
+-- counted.  A fixed window that ends before the key's refills were paid
+-- for pays, as a penalty, for the time it overlaps them, at the lower of
+-- their rate and its own, less what the key gives up above the new
+-- capacity; a charge of its last move for a refill that has not come is
+-- part of it, and what that charged beyond it comes back.  rl_moves
+-- remembers how far the refills were paid for.
 CREATE FUNCTION _rl_enter_key(name text, key text, h _rl_held)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -310,6 +370,9 @@ DECLARE
 	origin bigint;
 	counted float8;
 	w_end bigint;
+	given_up float8;
+	pay float8 := 0;
+	c record;
 BEGIN
 	s := _rl_hold(t, key);
 	t := _rl_reread(t);
@@ -320,6 +383,7 @@ BEGIN
 	END IF;
 	now := _rl_us(_rl_now());
 	origin := _rl_origin(t, key);
+	given_up := GREATEST(h.held - (t.policy).capacity, 0::float8);
 	IF (t.policy).kind = 'sliding window' AND (h.count > 0::float8 OR h.prev > 0::float8) THEN
 		counted := h.count + CASE WHEN h.since > _rl_window_start(now, origin, (t.policy).period)
 			THEN h.prev ELSE 0::float8 END;
@@ -327,18 +391,35 @@ BEGIN
 	END IF;
 	o := _rl_move_state(t.policy, origin, s, now, h.held);
 	PERFORM _rl_check_state_time(o, now);
-	-- a fixed window that ends before the old one pays, as a penalty, for
-	-- the refill it brings forward, in the old policy's units
-	IF h.until IS NOT NULL AND (t.policy).kind = 'fixed window' THEN
+	IF (t.policy).kind = 'fixed window' THEN
 		w_end := _rl_window_of(t.policy, origin, now) + (t.policy).period;
-		IF _rl_valid_time(w_end) AND w_end < h.until AND h.per_us > 0::float8 THEN
-			o := _rl_adjust_state(t.policy, origin, 'penalize', o, now,
-				h.per_us * (h.until - w_end)::float8, 0::bigint);
-			PERFORM _rl_check_state_time(o, now);
+		c := _rl_covered_after(h, w_end);
+		IF _rl_valid_time(w_end) AND c.until IS NOT NULL THEN
+			pay := GREATEST(LEAST(c.per_us, (t.policy).rate / (t.policy).period::float8)
+				* (c.until - w_end)::float8 - given_up, 0::float8);
 		END IF;
+	END IF;
+	-- what the last move charged for a refill that has not come counts
+	-- towards this payment, and what it charged beyond it comes back
+	IF pay > h.owed THEN
+		o := _rl_adjust_state(t.policy, origin, 'penalize', o, now, pay - h.owed, 0::bigint);
+		PERFORM _rl_check_state_time(o, now);
+	ELSIF pay < h.owed THEN
+		o := _rl_adjust_state(t.policy, origin, 'refund', o, now, h.owed - pay, 0::bigint);
+		PERFORM _rl_check_state_time(o, now);
 	END IF;
 	UPDATE ONLY rate_limits r SET value = o.value, ts = _rl_ts(o.ts), prev = o.prev
 	WHERE r.name = t.stored AND r.key = _rl_enter_key.key AND r.shard = 0;
+	-- how far the refills were paid for, while that is to come
+	c := _rl_covered_after(h, now);
+	IF c.until IS NOT NULL THEN
+		INSERT INTO rl_moves AS m (name, key, moved_at, covered_until, covered_per_us, debt)
+		VALUES (_rl_enter_key.name, _rl_enter_key.key, _rl_ts(now), _rl_ts(c.until), c.per_us,
+			pay)
+		ON CONFLICT (name, key) DO UPDATE SET moved_at = excluded.moved_at,
+			covered_until = excluded.covered_until, covered_per_us = excluded.covered_per_us,
+			debt = excluded.debt;
+	END IF;
 END
 $$;
 

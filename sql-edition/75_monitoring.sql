@@ -323,6 +323,14 @@ BEGIN
 		GET DIAGNOSTICS tid_count = ROW_COUNT;
 		removed := removed + tid_count;
 	END IF;
+	-- then records of moves whose covered time has passed
+	IF removed < max_rows::bigint THEN
+		DELETE FROM ONLY rl_moves m WHERE (m.name, m.key) IN (
+			SELECT x.name, x.key FROM ONLY rl_moves x WHERE x.covered_until <= _rl_now()
+			LIMIT max_rows::bigint - removed FOR UPDATE SKIP LOCKED);
+		GET DIAGNOSTICS tid_count = ROW_COUNT;
+		removed := removed + tid_count;
+	END IF;
 	RETURN removed;
 END
 $$;
@@ -341,7 +349,7 @@ LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$SELECT _rl_gc(max_rows)$$;
 COMMENT ON FUNCTION rl_gc(integer) IS
-	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then up to max_rows idle entries of the memory store; returns how many in all';
+	'delete up to max_rows state rows that have refilled to full (indistinguishable from no row), skipping locked rows, then expired leases and records of moves (rl_moves) within the same max_rows, then up to max_rows idle entries of the memory store; returns how many in all';
 REVOKE ALL ON FUNCTION rl_gc(integer) FROM PUBLIC;
 
 -- rl_status_row (src/functions.c, rl_row_now in src/limit.c): one stored

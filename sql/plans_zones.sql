@@ -109,20 +109,27 @@ SELECT name, key, plan, time_zone, remaining FROM rl_status
 WHERE name = 'day' AND key = 'c4';
 -- an override of 50 a day in UTC, 20 used, then the same numbers in New
 -- York (rl_override again), whose day ends after UTC's: the 30 left, not
--- a fresh 50.  Another key's override in Tokyo after Tokyo's midnight, 20
--- used, then none (rl_unoverride: the definition's UTC, whose day ends 15
--- hours sooner): its 30 less 15/24 of the override's 50 (-1.25)
+-- a fresh 50.  Another key's override in Tokyo before Tokyo's midnight
+-- (15:00 UTC), which refills it there, 20 used after, then none
+-- (rl_unoverride: the definition's UTC, whose day ends 15 hours sooner):
+-- its 30 less 15/24 of the override's 50 (-1.25).  A third key's override
+-- in Tokyo after Tokyo's midnight has had no refill there, only UTC's,
+-- paid for until UTC's midnight: back in UTC, it keeps its 30
+SET ratelimit.now_override = '2026-01-01 14:00:00+00';
+SELECT n, rl_override(n, 'c7', 50, time_zone => 'Asia/Tokyo')
+FROM unnest(ARRAY['day', 'day_m']) n;
 SET ratelimit.now_override = '2026-01-01 16:00:00+00';
 SELECT n, rl_override(n, 'c5', 50, time_zone => 'UTC'),
-	rl_override(n, 'c7', 50, time_zone => 'Asia/Tokyo')
+	rl_override(n, 'c9', 50, time_zone => 'Asia/Tokyo')
 FROM unnest(ARRAY['day', 'day_m']) n;
-SELECT n, (rl_limit(n, 'c5', 20)).ok, (rl_limit(n, 'c7', 20)).ok
+SELECT n, (rl_limit(n, 'c5', 20)).ok, (rl_limit(n, 'c7', 20)).ok,
+	(rl_limit(n, 'c9', 20)).ok
 FROM unnest(ARRAY['day', 'day_m']) n;
 SELECT n, rl_override(n, 'c5', 50, time_zone => 'America/New_York'),
-	rl_unoverride(n, 'c7')
+	rl_unoverride(n, 'c7'), rl_unoverride(n, 'c9')
 FROM unnest(ARRAY['day', 'day_m']) n;
-SELECT n, c5.value, c7.value FROM unnest(ARRAY['day', 'day_m']) n,
-	rl_value(n, 'c5') c5, rl_value(n, 'c7') c7;
+SELECT n, c5.value, c7.value, c9.value FROM unnest(ARRAY['day', 'day_m']) n,
+	rl_value(n, 'c5') c5, rl_value(n, 'c7') c7, rl_value(n, 'c9') c9;
 -- another number, same zone: a key with an override moves too (it keeps
 -- the 30 it has, at most the new capacity)
 SELECT n, rl_override(n, 'c5', 200, time_zone => 'America/New_York')
@@ -141,6 +148,56 @@ SELECT rl_assign('day', 'c6', 'tokyo', time_zone => 'Asia/Tokyo');
 SELECT rl_assign('day', 'c2', 'ny');
 SELECT rl_plan('day', 'tokyo', 100, time_zone => 'UTC');
 SELECT plan, time_zone FROM rl_plans WHERE name = 'day' AND plan = 'tokyo';
+
+-- a move pays for a refill it brings forward at the rate of the refills
+-- the key had, remembered across moves (rl_moves): 'pro' 100 a day in
+-- UTC, drained at 12:00, then 'tiny' (1 a day) in UTC, whose midnight is
+-- the same, then 'pro' in the zone of UTC+11, whose midnight is at 13:00
+-- UTC: the 11 hours to UTC's midnight cost 100 * 11/24 (45.83), not a
+-- tiny's 1 * 11/24, so 13:00 brings 54.17.  (Staying on 'tiny' first
+-- changes nothing.)
+SET ratelimit.now_override = '2026-01-01 12:00:00+00';
+SELECT rl_define(n, 'fixed window', 100, '1 day', time_zone => 'UTC', storage => s)
+FROM (VALUES ('mv', 'table'), ('mv_m', 'memory')) v(n, s);
+SELECT rl_plan(n, 'pro', 100), rl_plan(n, 'tiny', 1), rl_plan(n, 'big', 1000)
+FROM unnest(ARRAY['mv', 'mv_m']) n;
+SELECT n, rl_assign(n, 'through', 'pro'), rl_assign(n, 'back', 'pro'),
+	rl_assign(n, 'unused', 'big')
+FROM unnest(ARRAY['mv', 'mv_m']) n;
+SELECT n, (rl_limit(n, 'through', 100)).ok, (rl_limit(n, 'back', 100)).ok
+FROM unnest(ARRAY['mv', 'mv_m']) n;
+SELECT n, rl_assign(n, 'through', 'tiny') FROM unnest(ARRAY['mv', 'mv_m']) n;
+SELECT n, rl_assign(n, 'through', 'pro', time_zone => 'Etc/GMT-11')
+FROM unnest(ARRAY['mv', 'mv_m']) n;
+SELECT n, round(value::numeric, 2) AS now_value FROM unnest(ARRAY['mv', 'mv_m']) n,
+	rl_value(n, 'through');
+SET ratelimit.now_override = '2026-01-01 13:00:00+00';
+SELECT n, round(value::numeric, 2) AS at_13 FROM unnest(ARRAY['mv', 'mv_m']) n,
+	rl_value(n, 'through');
+-- a move and back before the refill it paid for: the payment comes back
+SET ratelimit.now_override = '2026-01-01 12:00:00+00';
+SELECT n, rl_assign(n, 'back', 'pro', time_zone => 'Etc/GMT-11')
+FROM unnest(ARRAY['mv', 'mv_m']) n;
+SELECT n, round(value::numeric, 2) AS moved FROM unnest(ARRAY['mv', 'mv_m']) n,
+	rl_value(n, 'back');
+SET ratelimit.now_override = '2026-01-01 12:30:00+00';
+SELECT n, rl_assign(n, 'back', 'pro') FROM unnest(ARRAY['mv', 'mv_m']) n;
+SELECT n, round(value::numeric, 2) AS back FROM unnest(ARRAY['mv', 'mv_m']) n,
+	rl_value(n, 'back');
+-- a key that used nothing of 'big' (1000 a day) moved down to 'tiny' in a
+-- zone whose midnight comes first: the 999 it gives up pay for that
+-- midnight, so it keeps tiny's 1 and is not refused
+SELECT n, rl_assign(n, 'unused', 'tiny', time_zone => 'Etc/GMT-11')
+FROM unnest(ARRAY['mv', 'mv_m']) n;
+SELECT n, (rl_limit(n, 'unused')).ok FROM unnest(ARRAY['mv', 'mv_m']) n;
+-- what the moves remember, until UTC's midnight; rl_gc forgets it after
+SELECT name, key, moved_at, covered_until, round((covered_per_us * 86400e6)::numeric, 2)
+	AS covered_per_day, round(debt::numeric, 2) AS debt
+FROM rl_moves WHERE name IN ('mv', 'mv_m') ORDER BY name, key;
+SET ratelimit.now_override = '2026-01-02 00:00:00+00';
+SELECT rl_gc() >= 6 AS collected;
+SELECT count(*) FROM rl_moves WHERE name IN ('mv', 'mv_m');
+SELECT rl_undefine('mv'), rl_undefine('mv_m');
 
 -- bad input gets an error and changes nothing
 SELECT rl_define('hourly', 'fixed window', 100, '1 hour');

@@ -959,6 +959,9 @@ rl_gc(PG_FUNCTION_ARGS)
 	if (removed < (uint64) max_rows)
 		removed += rl_storage_lease_gc(rl_clock_now(),
 									   (uint64) max_rows - removed);
+	if (removed < (uint64) max_rows)
+		removed += rl_storage_move_gc(rl_clock_now(),
+									  (uint64) max_rows - removed);
 	/* the memory pass writes no table: a budget of its own */
 	removed += rl_gc_run_memory(cache->nspid, (uint64) max_rows);
 	rl_storage_end();

@@ -132,25 +132,56 @@ own_numbers(FunctionCallInfo fcinfo, text *name, bool plan, Datum *values,
 	values[5] = Float8GetDatum(policy.max_reserved);
 }
 
+/*
+ * A span of time a key's refills so far paid for, beyond now: until a
+ * fixed window's end, at its rate per microsecond (until RL_NO_TIME:
+ * none).
+ */
+typedef struct Covered
+{
+	int64		until;
+	double		per_us;
+} Covered;
+
 /* What a key holds as it leaves a policy (leave_policy, enter_policy). */
 typedef struct KeyHeld
 {
 	double		held;			/* what a call could take */
-	int64		until;			/* a fixed window's end (else RL_NO_TIME) */
-	double		per_us;			/* and its rate per microsecond of it */
+	Covered		window;			/* its fixed window, if that refilled it */
+	Covered		before;			/* an earlier policy's (its last move's) */
+	double		owed;			/* what its last move charged, unspent */
 	/* a sliding window's counts: its current window's, from since */
 	double		count;
 	double		prev;			/* and the window's before since */
 	int64		since;
 } KeyHeld;
 
+/* The part of a key's covered time past after (none: until RL_NO_TIME). */
+static Covered
+covered_after(const KeyHeld *held, int64 after)
+{
+	Covered		out = {RL_NO_TIME, 0};
+	const Covered *spans[2] = {&held->window, &held->before};
+
+	for (int i = 0; i < 2; i++)
+		if (spans[i]->until > after)
+		{
+			out.until = Max(out.until, spans[i]->until);
+			out.per_us = fmax(out.per_us, spans[i]->per_us);
+		}
+	return out;
+}
+
 /*
  * The first half of a key's move to another policy: its state brought to
  * now under the policy it has (a table limit's row is then held until the
  * transaction ends), so the time since its last call refills at the old
- * rate; returns what a call could then take and, for a fixed window, when
- * its window ends.  A memory key, which is not held, is read under the
- * old policy here, with the refunds this transaction gives it at commit
+ * rate; returns what a call could then take and how far its refills were
+ * paid for.  Those are its fixed window's, and, while they last, those
+ * its last move remembered (rl_moves): a key that moved into a window
+ * has none of that window's refills until it ends, only what it brought.
+ * A memory key, which is not held, is read under the old
+ * policy here, with the refunds this transaction gives it at commit
  * (capped at the old capacity, as if they came first), and capped under
  * its partition later: a take in between only lowers what it keeps.
  */
@@ -161,6 +192,9 @@ leave_policy(RlTarget *target)
 	RlState		state;
 	TimestampTz now;
 	KeyHeld		out;
+	RlMove		move;
+	bool		refilled = true;
+	int64		until;
 
 	rl_target_resolve(target, NULL);
 	(void) rl_adjust(target, RL_ADJUST_PENALIZE, 0, 0);
@@ -168,13 +202,27 @@ leave_policy(RlTarget *target)
 	/* a memory limit's refunds in this transaction counted, capped */
 	state = rl_adjust(&before, RL_ADJUST_REFUND, 0, 0);
 	now = rl_clock_now();
+	memset(&out, 0, sizeof(out));
 	out.held = rl_available(&before.policy, before.origin, state, now);
-	out.until = rl_window_end(&before.policy, before.origin, now);
-	out.per_us = out.until == RL_NO_TIME ? 0 : before.policy.rate /
-		(double) rl_window_length(&before.policy, before.origin, now);
-	out.count = 0;
-	out.prev = 0;
-	out.since = 0;
+	out.window.until = RL_NO_TIME;
+	out.before.until = RL_NO_TIME;
+	if (rl_storage_get_move(target->name, target->key, &move) &&
+		move.covered_until > now)
+	{
+		/* the window it moved into has not begun again since */
+		until = rl_window_end(&before.policy, before.origin, move.moved_at);
+		refilled = until != RL_NO_TIME && until <= now;
+		out.before.until = move.covered_until;
+		out.before.per_us = move.covered_per_us;
+		out.owed = refilled ? 0 : move.debt;
+	}
+	until = rl_window_end(&before.policy, before.origin, now);
+	if (refilled && until != RL_NO_TIME)
+	{
+		out.window.until = until;
+		out.window.per_us = before.policy.rate /
+			(double) rl_window_length(&before.policy, before.origin, now);
+	}
 	if (before.policy.kind == RL_SLIDING_WINDOW)
 	{
 		out.count = before.policy.capacity - state.value;
@@ -190,20 +238,29 @@ leave_policy(RlTarget *target)
  * The second half, once rl_overrides says the new policy: each row (each
  * shard) keeps what it held, at most its share of the new capacity, and
  * gains nothing for the time before the move (rl_move_state).  A fixed
- * window that ends before the old one did (a zone whose day ends first, a
- * shorter window) brings the key's next refill forward: the move pays for
- * that in the old policy's units, its rate over its window's length times
- * the time the refill comes early, as a penalty (below zero if need be,
- * blocked or not).  Only the policy left is counted: a move through a
- * policy of a much lower rate pays in its units (docs/policies.md, "Known
- * limits in 1.3").  A debt stays, and a blocked key stays blocked.
+ * window that ends before the key's refills were paid for brings a refill
+ * forward: the move pays for the time it overlaps them, as a penalty
+ * (below zero if need be, blocked or not), at the lower of their rate and
+ * the new window's, less what the key gives up above the new capacity; a
+ * charge of its last move for a refill that has not come is part of it,
+ * and what that charged beyond it comes back.  rl_moves remembers how
+ * far the refills were paid for, so a move through a policy of a lower
+ * rate or a later end pays no less.  A debt stays, and a blocked key
+ * stays blocked.
  */
 static void
 enter_policy(RlTarget *target, KeyHeld held)
 {
+	TimestampTz now = rl_clock_now();
 	int64		end;
+	Covered		overlap;
+	Covered		kept;
+	RlMove		move;
+	double		given_up;
+	double		pay = 0;
 
 	rl_target_resolve(target, NULL);
+	given_up = fmax(held.held - target->policy.capacity, 0);
 	if (target->policy.kind == RL_SLIDING_WINDOW &&
 		(held.count > 0 || held.prev > 0))
 	{
@@ -214,18 +271,44 @@ enter_policy(RlTarget *target, KeyHeld held)
 		 * when that ends inside) stay counted, below zero if the new
 		 * capacity is smaller, so the window after remembers them.
 		 */
-		int64		start = rl_window_start(rl_clock_now(), target->origin,
+		int64		start = rl_window_start(now, target->origin,
 											target->policy.period);
 		double		count = held.count + (held.since > start ? held.prev : 0);
 
 		held.held = fmin(held.held, target->policy.capacity - count);
 	}
 	(void) rl_adjust(target, RL_ADJUST_MOVE, held.held, 0);
-	end = rl_window_end(&target->policy, target->origin, rl_clock_now());
-	if (held.until != RL_NO_TIME && end != RL_NO_TIME && end < held.until &&
-		held.per_us > 0)
-		(void) rl_adjust(target, RL_ADJUST_PENALIZE,
-						 held.per_us * (double) (held.until - end), 0);
+	end = rl_window_end(&target->policy, target->origin, now);
+	overlap = covered_after(&held, end);
+	if (end != RL_NO_TIME && overlap.until != RL_NO_TIME)
+	{
+		double		per_us = fmin(overlap.per_us, target->policy.rate /
+								  (double) rl_window_length(&target->policy,
+															target->origin,
+															now));
+
+		pay = fmax(per_us * (double) (overlap.until - end) - given_up, 0);
+	}
+
+	/*
+	 * What the last move charged for a refill that has not come (the key
+	 * left that window before it ended) counts towards this payment, and
+	 * what it charged beyond it comes back.
+	 */
+	if (pay > held.owed)
+		(void) rl_adjust(target, RL_ADJUST_PENALIZE, pay - held.owed, 0);
+	else if (pay < held.owed)
+		(void) rl_adjust(target, RL_ADJUST_REFUND, held.owed - pay, 0);
+	/* how far the refills were paid for, while that is to come */
+	kept = covered_after(&held, now);
+	if (kept.until != RL_NO_TIME)
+	{
+		move.moved_at = now;
+		move.covered_until = kept.until;
+		move.covered_per_us = kept.per_us;
+		move.debt = pay;
+		rl_storage_put_move(target->name, target->key, &move);
+	}
 }
 
 /*
@@ -245,8 +328,10 @@ write_override(RlTarget *target, Datum *values, bool *nulls)
 	RlPolicy	definition = overridable(target->name);
 	RlKeyPolicy has = rl_storage_lock_assignments(target->name, target->key);
 	bool		moving = has != RL_KEY_DEFINITION;
-	KeyHeld		held = {0, 0};
+	KeyHeld		held;
 	bool		found = true;
+
+	memset(&held, 0, sizeof(held));
 
 	if (values == NULL && has != RL_KEY_OVERRIDE)
 		return false;			/* no override to drop: nothing changes */

@@ -117,6 +117,19 @@ extern RlKeyPolicy rl_storage_lock_assignments(text *name, text *key);
 extern bool rl_storage_assign(text *name, text *key, text *plan,
 							  text *zone);
 extern int64 rl_storage_plan_zone_movers(text *name, text *plan, text *zone);
+
+/* A key's last move to another policy (rl_moves, plans.c). */
+typedef struct RlMove
+{
+	TimestampTz moved_at;
+	TimestampTz covered_until;	/* how far its refills were paid for */
+	double		covered_per_us; /* at what rate, at most */
+	double		debt;			/* what the move charged (a penalty) */
+} RlMove;
+
+extern bool rl_storage_get_move(text *name, text *key, RlMove *move);
+extern void rl_storage_put_move(text *name, text *key, const RlMove *move);
+extern uint64 rl_storage_move_gc(TimestampTz now, uint64 max_rows);
 extern Oid	rl_storage_access_relid(void);
 extern int	rl_storage_get_access(text *name, text *address,
 								  MemoryContext cxt,

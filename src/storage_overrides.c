@@ -2,7 +2,8 @@
  *
  * storage_overrides.c
  *	  Reading and writing rl_overrides and rl_plans, a key's own policy
- *	  (plans.c), through SPI.
+ *	  (plans.c), and rl_moves, what a key's last move left to remember,
+ *	  through SPI.
  *
  * Rare statements: a key's override is read at a miss of the per-backend
  * cache (definitions.c), and the tables are written by rl_override,
@@ -23,6 +24,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 
 #include "calendar.h"
 #include "policy.h"
@@ -211,6 +213,8 @@ rl_storage_delete_name_overrides(text *name)
 				  1, NULL, args, NULL, false, SPI_OK_DELETE);
 	run_overrides("DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1",
 				  1, NULL, args, NULL, false, SPI_OK_DELETE);
+	run_overrides("DELETE FROM ONLY %s.rl_moves WHERE name" EQ "$1",
+				  1, NULL, args, NULL, false, SPI_OK_DELETE);
 }
 
 /*
@@ -282,4 +286,74 @@ rl_storage_assign(text *name, text *key, text *plan, text *zone)
 						 " plan = excluded.plan, time_zone = excluded.time_zone",
 						 4, NULL, args, zone ? NULL : "   n", false,
 						 SPI_OK_INSERT) > 0;
+}
+
+/*
+ * The record of (name, key)'s last move (rl_moves) into *move: false when
+ * it has none.  Read with a fresh snapshot, under the definition's row
+ * lock that every move takes first (rl_storage_lock_assignments), so the
+ * last move committed is the one read, at any isolation level.
+ */
+bool
+rl_storage_get_move(text *name, text *key, RlMove *move)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+	Datum		d;
+
+	if (run_overrides("SELECT moved_at, covered_until, covered_per_us, debt"
+					  " FROM ONLY %s.rl_moves"
+					  " WHERE name" EQ "$1 AND key" EQ "$2",
+					  2, NULL, args, NULL, true, SPI_OK_SELECT) == 0)
+		return false;
+	(void) column(1, &d);
+	move->moved_at = DatumGetTimestampTz(d);
+	(void) column(2, &d);
+	move->covered_until = DatumGetTimestampTz(d);
+	(void) column(3, &d);
+	move->covered_per_us = DatumGetFloat8(d);
+	(void) column(4, &d);
+	move->debt = DatumGetFloat8(d);
+	return true;
+}
+
+/* Write the record of (name, key)'s last move, replacing the one before. */
+void
+rl_storage_put_move(text *name, text *key, const RlMove *move)
+{
+	Oid			types[6] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	FLOAT8OID, FLOAT8OID};
+	Datum		args[6] = {PointerGetDatum(name), PointerGetDatum(key),
+		TimestampTzGetDatum(move->moved_at),
+		TimestampTzGetDatum(move->covered_until),
+		Float8GetDatum(move->covered_per_us), Float8GetDatum(move->debt)};
+
+	run_overrides("INSERT INTO %s.rl_moves AS m"
+				  " (name, key, moved_at, covered_until, covered_per_us, debt)"
+				  " VALUES ($1, $2, $3, $4, $5, $6)"
+				  " ON CONFLICT (name, key) DO UPDATE SET"
+				  " moved_at = excluded.moved_at,"
+				  " covered_until = excluded.covered_until,"
+				  " covered_per_us = excluded.covered_per_us,"
+				  " debt = excluded.debt",
+				  6, types, args, NULL, false, SPI_OK_INSERT);
+}
+
+/*
+ * Delete up to max_rows records of moves whose covered_until has passed
+ * (rl_gc); returns how many went.
+ */
+uint64
+rl_storage_move_gc(TimestampTz now, uint64 max_rows)
+{
+	Oid			types[2] = {TIMESTAMPTZOID, INT8OID};
+	Datum		args[2] = {TimestampTzGetDatum(now), Int64GetDatum((int64) max_rows)};
+
+	if (!OidIsValid(get_relname_relid("rl_moves",
+									  get_rel_namespace(rl_storage_overrides_relid()))))
+		return 0;
+	return run_overrides("DELETE FROM ONLY %s.rl_moves WHERE (name, key) IN ("
+						 "SELECT name, key FROM ONLY %s.rl_moves"
+						 " WHERE covered_until OPERATOR(pg_catalog.<=) $1"
+						 " LIMIT $2 FOR UPDATE SKIP LOCKED)",
+						 2, types, args, NULL, false, SPI_OK_DELETE);
 }

@@ -523,6 +523,8 @@ push @lines, q{SELECT 'rl_plans ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|
 push @what, "the rows of rl_plans after the calls";
 push @lines, q{SELECT 'rl_overrides ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s', name, key, rate, period, capacity, max_reserved, plan), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C"), '') FROM rl_overrides;};
 push @what, "the rows of rl_overrides after the calls";
+push @lines, q{SELECT 'rl_moves ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, moved_at, covered_until, covered_per_us, debt), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C"), '') FROM rl_moves;};
+push @what, "the rows of rl_moves after the calls";
 
 my $dir = tempdir(CLEANUP => 1);
 my $try = <<'SQL';
@@ -570,7 +572,7 @@ $f$;
 SET timezone = 'UTC';
 SET datestyle = 'ISO';
 SET intervalstyle = 'postgres';
-TRUNCATE rate_limits, rl_definitions, rl_leases, rl_overrides, rl_plans;
+TRUNCATE rate_limits, rl_definitions, rl_leases, rl_overrides, rl_plans, rl_moves;
 SQL
 open(my $fh, '>', "$dir/calls.sql") or die;
 print $fh $try, join("\n", @lines), "\n";
