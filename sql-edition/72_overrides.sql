@@ -416,7 +416,7 @@ BEGIN
 		INSERT INTO rl_moves AS m (name, key, moved_at, covered_until, covered_per_us, debt)
 		VALUES (_rl_enter_key.name, _rl_enter_key.key, _rl_ts(now), _rl_ts(c.until), c.per_us,
 			pay)
-		ON CONFLICT (name, key) DO UPDATE SET moved_at = excluded.moved_at,
+		ON CONFLICT ON CONSTRAINT rl_moves_pkey DO UPDATE SET moved_at = excluded.moved_at,
 			covered_until = excluded.covered_until, covered_per_us = excluded.covered_per_us,
 			debt = excluded.debt;
 	END IF;
@@ -467,6 +467,7 @@ AS $$
 DECLARE
 	moving boolean;
 	h _rl_held;
+	d rl_definitions;
 BEGIN
 	PERFORM _rl_key_args(name, key);
 	IF rate IS NULL THEN
@@ -474,8 +475,14 @@ BEGIN
 	END IF;
 	PERFORM _rl_require_writable('rl_override()');
 	capacity := _rl_own_numbers(name, rate, period, capacity, max_reserved);
-	PERFORM _rl_overridable(name);
+	d := _rl_overridable(name);
 	moving := _rl_lock_assignments(name, key) <> 'definition';
+	-- a key that follows the definition moves once it has used some of
+	-- its capacity (what a call could take); a full one takes the
+	-- override at once
+	IF NOT moving THEN
+		moving := (SELECT v.value < d.capacity FROM rl_value(name, key) v);
+	END IF;
 	IF moving THEN
 		h := _rl_leave_key(name, key);
 	END IF;

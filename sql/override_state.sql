@@ -100,4 +100,24 @@ SELECT rl_override('fw_m', 'acme', 5);
 SELECT state_grants('fw_m', 'acme', 10);
 SELECT rl_undefine('fw_m'), rl_undefine('tb'), rl_undefine('tb_m'),
 	rl_undefine('mg');
+
+-- a key's first override is a move once the key has used some of the
+-- definition's: a day's 100 drained at 00:00, then at 23:00 an override
+-- with hourly windows of the same 100 a day.  Read as a redefinition, the
+-- hour from 23:00 would be a fresh window of 100; moved, the key keeps
+-- its 0 until the day's end.  An unused key given the same override holds
+-- the override's capacity at once
+SET ratelimit.now_override = '2026-02-01 00:00:00+00';
+SELECT rl_define(n, 'fixed window', 100, '1 day', start => '2026-01-01',
+	storage => s)
+FROM (VALUES ('fo', 'table'), ('fo_m', 'memory')) v(n, s);
+SELECT n, (rl_limit(n, 'used', 100)).ok FROM unnest(ARRAY['fo', 'fo_m']) n;
+SET ratelimit.now_override = '2026-02-01 23:00:00+00';
+SELECT n, rl_override(n, 'used', 100.0 / 24, '1 hour', 100),
+	rl_override(n, 'unused', 100.0 / 24, '1 hour', 100)
+FROM unnest(ARRAY['fo', 'fo_m']) n;
+SELECT n, (rl_limit(n, 'used', 1000, partial => true)).granted AS used,
+	(rl_limit(n, 'unused', 1000, partial => true)).granted AS unused
+FROM unnest(ARRAY['fo', 'fo_m']) n;
+SELECT rl_undefine('fo'), rl_undefine('fo_m');
 DROP FUNCTION state_grants(text, text, integer);

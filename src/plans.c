@@ -314,13 +314,15 @@ enter_policy(RlTarget *target, KeyHeld held)
 /*
  * Write the override of target's key (values and nulls as
  * rl_storage_put_override takes them), or drop it (values NULL): false
- * when there was none to drop.  A key that follows the definition takes
- * its first override as a redefinition: its state is kept and read under
- * the new numbers from its next call.  A key that has an override or a
- * plan, or whose time zone this changes, moves as on a change of plan
- * (leave_policy, enter_policy): the time up to now counts at the old
- * numbers, and it keeps what it has left, at most the new capacity.  So
- * hopping between overrides, plans and zones never gives a key more.
+ * when there was none to drop.  A key that follows the definition and
+ * holds its full capacity (none used, or no state yet) takes its first
+ * override at once, as a redefinition: nothing it used is forgotten.
+ * Any other key, one that has used some of the definition's, one that
+ * has an override or a plan, or one whose time zone this changes, moves
+ * as on a change of plan (leave_policy, enter_policy): the time up to now
+ * counts at the old numbers, and it keeps what it has left, at most the
+ * new capacity.  So hopping between overrides, plans and zones never
+ * gives a key more.
  */
 static bool
 write_override(RlTarget *target, Datum *values, bool *nulls)
@@ -335,6 +337,12 @@ write_override(RlTarget *target, Datum *values, bool *nulls)
 
 	if (values == NULL && has != RL_KEY_OVERRIDE)
 		return false;			/* no override to drop: nothing changes */
+	if (!moving)
+	{
+		/* a key that has used some of its capacity (what a call could take) */
+		rl_target_resolve(target, NULL);
+		moving = rl_current(target).value < target->policy.capacity;
+	}
 	if (!moving && definition.calendar.unit != RL_CALENDAR_NONE &&
 		!nulls[6])
 	{
