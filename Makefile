@@ -78,7 +78,8 @@ ISOLATION = last_token new_key savepoint isolation_levels reads_never_block \
 	memory_last_token memory_lowered memory_gc_undefined memory_drop_extension row_hints \
 	policies_mixed_recheck policies_block_race overrides overrides_untracked \
 	wait_race redefine_store_wait access_lists access_wait \
-	settle_race partial_race settle_block_race plans memory_redefine_session
+	settle_race partial_race settle_block_race plans plans_moves \
+	memory_redefine_session
 ISOLATION_OPTS = --inputdir=test
 
 # No JIT bitcode: it would make clang a build dependency for no gain.
@@ -105,7 +106,8 @@ PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
 	policies_block_race overrides wait_race redefine_store_wait access_lists \
-	settle_race partial_race settle_block_race plans memory_redefine_session
+	settle_race partial_race settle_block_race plans plans_moves \
+	memory_redefine_session
 PREPARED_REGRESS = memory_prepared
 ifneq ($(filter installcheck,$(MAKECMDGOALS)),)
 comma := ,
