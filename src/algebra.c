@@ -920,6 +920,15 @@ rl_wait_for(const RlPolicy *policy, int64_t origin, RlState state,
 			return RL_WAIT_TOO_LONG;
 	}
 	step = policy->kind == RL_TOKEN_BUCKET ? 1 : policy->period;
+
+	/*
+	 * Most often the closed form is exact: when the step before it does
+	 * not agree, it is the first that does (the refill only grows with
+	 * time), and one refill saves the bisection from base.
+	 */
+	if (before == base && t - step > base &&
+		rl_refill(policy, origin, state, t - step).value < target)
+		before = t - step;
 	if (before > t - step)
 		before = t - step;
 	while ((t - before) / step > 1)
