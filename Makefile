@@ -63,7 +63,7 @@ REGRESS = define limit fixed_window reserve keys errors transactions privileges 
 	policies calendar wait overrides override_state sliding \
 	row_hints memory_retry public_bounds canonical memory_quota reset result refused \
 	inet_keys inet_forms \
-	settle partial plans plans_zones memory_caches
+	settle partial plans plans_zones plans_moves memory_caches
 REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=contrib_regression
 
 # Isolation specs live in test/specs, their expected output in test/expected.

@@ -672,8 +672,11 @@ CREATE TABLE @extschema@.rl_moves (
 	name text COLLATE "C" NOT NULL,
 	key text COLLATE "C" NOT NULL,
 	moved_at timestamptz NOT NULL,
+	refill_at timestamptz,
 	covered_until timestamptz NOT NULL,
 	covered_per_us float8 NOT NULL CHECK (covered_per_us OPERATOR(pg_catalog.>=) 0),
+	near_until timestamptz,
+	near_per_us float8 CHECK (near_per_us OPERATOR(pg_catalog.>=) 0),
 	debt float8 NOT NULL CHECK (debt OPERATOR(pg_catalog.>=) 0),
 	PRIMARY KEY (name, key)
 );
@@ -681,10 +684,16 @@ COMMENT ON TABLE @extschema@.rl_moves IS
 	'the last move of a key to another policy (rl_override, rl_assign and their inverses), kept until covered_until so that a later move pays for the refill it brings forward; rl_gc deletes rows past covered_until';
 COMMENT ON COLUMN @extschema@.rl_moves.moved_at IS
 	'when the key moved';
+COMMENT ON COLUMN @extschema@.rl_moves.refill_at IS
+	'the end of the fixed window the key moved into, as it was then; NULL for a token bucket or sliding window';
 COMMENT ON COLUMN @extschema@.rl_moves.covered_until IS
 	'the end of the latest fixed window whose refill the key had when it moved';
 COMMENT ON COLUMN @extschema@.rl_moves.covered_per_us IS
-	'the highest rate, in tokens per microsecond, of the windows that refilled the key up to covered_until';
+	'the highest rate, in tokens per microsecond, of the windows that refilled the key, from near_until (if any) up to covered_until';
+COMMENT ON COLUMN @extschema@.rl_moves.near_until IS
+	'where the refills were paid for at a higher rate first: up to near_until at near_per_us, then up to covered_until at covered_per_us; NULL for one rate throughout';
+COMMENT ON COLUMN @extschema@.rl_moves.near_per_us IS
+	'the rate, in tokens per microsecond, up to near_until';
 COMMENT ON COLUMN @extschema@.rl_moves.debt IS
 	'tokens the move charged for a refill it brought forward, still owed while the key''s window at moved_at lasts';
 REVOKE ALL ON TABLE @extschema@.rl_moves FROM PUBLIC;

@@ -576,6 +576,10 @@ BEGIN
 			DETAIL = 'No limit of that name is defined, and no inline config of that name has state for the key.',
 			HINT = 'Reset a key of an inline config with storage ''memory'' by passing its config.';
 	END IF;
+	-- a fresh key owes nothing for the refills it had (rl_moves)
+	IF config IS NULL AND key IS NOT NULL THEN
+		DELETE FROM ONLY rl_moves m WHERE m.name = _rl_reset.name AND m.key = _rl_reset.key;
+	END IF;
 END
 $$;
 

@@ -711,9 +711,35 @@ BEGIN
 END
 $$;
 
+-- rl_take_spread (src/adjust.c): take count tokens from shards holding
+-- vals, the fullest first: every shard above a level is lowered to it, the
+-- level chosen so that the shards give count in all.
+CREATE FUNCTION _rl_take_spread(vals float8[], count float8)
+RETURNS float8[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+	n integer := pg_catalog.array_length(vals, 1);
+	sorted float8[] := ARRAY(SELECT v FROM pg_catalog.unnest(vals) v ORDER BY v DESC);
+	top float8 := 0;
+	level float8 := 0;
+BEGIN
+	FOR k IN 1 .. n LOOP
+		top := top + sorted[k];
+		level := (top - count) / k::float8;
+		EXIT WHEN k = n OR level >= sorted[k + 1];
+	END LOOP;
+	FOR i IN 1 .. n LOOP
+		vals[i] := LEAST(vals[i], level);
+	END LOOP;
+	RETURN vals;
+END
+$$;
+
 -- table_adjust on a sharded limit: hold every shard, a missing one created
 -- full, waiting for each in shard order; then a refund spread over the
--- shards, a penalty of count / N on each, or a block of each.  Returns the
+-- shards, a penalty taken from the fullest shards first, or a block of
+-- each.  Returns the
 -- sum over the shards, counted from now.
 CREATE FUNCTION _rl_adjust_shards(t _rl_target, key text, adjustment text,
 	amount float8, dur bigint)
@@ -767,6 +793,19 @@ BEGIN
 			s := nxt[i];
 			s.value := vals[i];
 			nxt[i] := s;
+		END LOOP;
+	ELSIF adjustment = 'penalize' AND amount > 0::float8 THEN
+		-- each shard's share, the fullest first (_rl_take_spread)
+		FOR i IN 1 .. nshards LOOP
+			nxt[i] := _rl_adjust_state(sp, origin, 'penalize', states[i], now, 0::float8, 0::bigint);
+			PERFORM _rl_check_state_time(nxt[i], now);
+			vals[i] := (nxt[i]).value;
+		END LOOP;
+		vals := _rl_take_spread(vals, amount);
+		FOR i IN 1 .. nshards LOOP
+			nxt[i] := _rl_adjust_state(sp, origin, 'penalize', states[i], now,
+				(nxt[i]).value - vals[i], dur);
+			PERFORM _rl_check_state_time(nxt[i], now);
 		END LOOP;
 	ELSE
 		FOR i IN 1 .. nshards LOOP

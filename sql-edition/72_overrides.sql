@@ -67,8 +67,11 @@ CREATE TABLE rl_moves (
 	name text COLLATE "C" NOT NULL,
 	key text COLLATE "C" NOT NULL,
 	moved_at timestamptz NOT NULL,
+	refill_at timestamptz,
 	covered_until timestamptz NOT NULL,
 	covered_per_us float8 NOT NULL CHECK (covered_per_us OPERATOR(pg_catalog.>=) 0),
+	near_until timestamptz,
+	near_per_us float8 CHECK (near_per_us OPERATOR(pg_catalog.>=) 0),
 	debt float8 NOT NULL CHECK (debt OPERATOR(pg_catalog.>=) 0),
 	PRIMARY KEY (name, key)
 );
@@ -76,10 +79,16 @@ COMMENT ON TABLE rl_moves IS
 	'the last move of a key to another policy (rl_override, rl_assign and their inverses), kept until covered_until so that a later move pays for the refill it brings forward; rl_gc deletes rows past covered_until';
 COMMENT ON COLUMN rl_moves.moved_at IS
 	'when the key moved';
+COMMENT ON COLUMN rl_moves.refill_at IS
+	'the end of the fixed window the key moved into, as it was then; NULL for a token bucket or sliding window';
 COMMENT ON COLUMN rl_moves.covered_until IS
 	'the end of the latest fixed window whose refill the key had when it moved';
 COMMENT ON COLUMN rl_moves.covered_per_us IS
-	'the highest rate, in tokens per microsecond, of the windows that refilled the key up to covered_until';
+	'the highest rate, in tokens per microsecond, of the windows that refilled the key, from near_until (if any) up to covered_until';
+COMMENT ON COLUMN rl_moves.near_until IS
+	'where the refills were paid for at a higher rate first: up to near_until at near_per_us, then up to covered_until at covered_per_us; NULL for one rate throughout';
+COMMENT ON COLUMN rl_moves.near_per_us IS
+	'the rate, in tokens per microsecond, up to near_until';
 COMMENT ON COLUMN rl_moves.debt IS
 	'tokens the move charged for a refill it brought forward, still owed while the key''s window at moved_at lasts';
 REVOKE ALL ON TABLE rl_moves FROM PUBLIC;
@@ -251,6 +260,8 @@ BEGIN
 	IF excess > 0::float8 THEN
 		cur.value := cur.value - excess;
 	END IF;
+	-- a debt the new policy would take more than RL_MAX_WAIT to repay
+	PERFORM _rl_check_refillable(p, origin, cur, now);
 	RETURN cur;
 END
 $$;
@@ -258,23 +269,102 @@ $$;
 -- What a key holds as it leaves a policy (KeyHeld, src/plans.c).
 CREATE TYPE _rl_held AS (
 	held float8,		-- what a call could take
-	win_until bigint,	-- its fixed window's end, if that refilled it, or NULL
-	win_per_us float8,	-- and its rate per microsecond
-	rec_until bigint,	-- how far its last move's refills were paid for, or NULL
-	rec_per_us float8,	-- and at what rate
+	cov_until bigint[],	-- the time its refills paid for: spans until these ends
+	cov_per_us float8[],	-- at these rates (its window's, its last move's)
 	owed float8,		-- what its last move charged, unspent
 	count float8,		-- a sliding window's count in its window
 	prev float8,		-- and in the window before since
 	since bigint
 );
 
--- The part of a key's covered time past after (covered_after,
--- src/plans.c): the latest end and the highest rate of the spans that
--- end after it; NULL when none does.
-CREATE FUNCTION _rl_covered_after(h _rl_held, after bigint, OUT until bigint, OUT per_us float8)
-LANGUAGE sql IMMUTABLE
-AS $$SELECT max(u), max(r) FROM (VALUES (h.win_until, h.win_per_us), (h.rec_until, h.rec_per_us)) v(u, r)
-	WHERE u > after$$;
+-- rl_cover_steps (src/adjust.c): the upper envelope of spans, each until
+-- an end at a rate, cut to the part after after: steps in order of their
+-- ends, each ending later and at a lower rate than the one before.
+CREATE FUNCTION _rl_cover_steps(untils bigint[], rates float8[], after bigint,
+	OUT s_until bigint[], OUT s_rate float8[])
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+	su bigint[] := '{}';
+	sr float8[] := '{}';
+	m integer := 0;
+	j integer;
+	rate float8 := 0;
+BEGIN
+	s_until := '{}';
+	s_rate := '{}';
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(untils, 1), 0) LOOP
+		CONTINUE WHEN untils[i] <= after;
+		m := m + 1;
+		j := m;
+		-- insertion by end
+		WHILE j > 1 AND su[j - 1] > untils[i] LOOP
+			su[j] := su[j - 1];
+			sr[j] := sr[j - 1];
+			j := j - 1;
+		END LOOP;
+		su[j] := untils[i];
+		sr[j] := rates[i];
+	END LOOP;
+	-- from the last end back: the highest rate of the spans still on
+	FOR j2 IN REVERSE m .. 1 LOOP
+		rate := GREATEST(rate, sr[j2]);
+		sr[j2] := rate;
+	END LOOP;
+	-- a step at the rate of the next adds nothing; one as long, its rate
+	FOR j2 IN 1 .. m LOOP
+		IF j2 < m AND su[j2] = su[j2 + 1] THEN
+			sr[j2 + 1] := sr[j2];
+		END IF;
+		CONTINUE WHEN j2 < m AND sr[j2] = sr[j2 + 1];
+		s_until := pg_catalog.array_append(s_until, su[j2]);
+		s_rate := pg_catalog.array_append(s_rate, sr[j2]);
+	END LOOP;
+END
+$$;
+
+-- rl_cover_payment (src/adjust.c): what a refill at e pays for the steps
+-- that run past it: each step's rate, at most per_us, over its part after e.
+CREATE FUNCTION _rl_cover_payment(s_until bigint[], s_rate float8[], e bigint, per_us float8)
+RETURNS float8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+	pay float8 := 0;
+	from_ bigint := e;
+BEGIN
+	FOR i IN 1 .. COALESCE(pg_catalog.array_length(s_until, 1), 0) LOOP
+		CONTINUE WHEN s_until[i] <= from_;
+		pay := pay + LEAST(s_rate[i], per_us) * (s_until[i] - from_)::float8;
+		from_ := s_until[i];
+	END LOOP;
+	RETURN pay;
+END
+$$;
+
+-- rl_cover_compress (src/adjust.c): steps cut to at most two, the two
+-- neighbours that add the least covered time at the higher rate made one.
+CREATE FUNCTION _rl_cover_compress(INOUT s_until bigint[], INOUT s_rate float8[])
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+	first float8;
+	second float8;
+BEGIN
+	IF COALESCE(pg_catalog.array_length(s_until, 1), 0) < 3 THEN
+		RETURN;
+	END IF;
+	first := (s_rate[1] - s_rate[2]) * (s_until[2] - s_until[1])::float8;
+	second := (s_rate[2] - s_rate[3]) * (s_until[3] - s_until[2])::float8;
+	IF first <= second THEN
+		s_until := ARRAY[s_until[2], s_until[3]];
+		s_rate := ARRAY[s_rate[1], s_rate[3]];
+	ELSE
+		s_until := ARRAY[s_until[1], s_until[3]];
+		s_rate := ARRAY[s_rate[1], s_rate[2]];
+	END IF;
+END
+$$;
 
 -- leave_policy (src/plans.c): the key's row (created full when missing,
 -- then held until the transaction ends) brought to now under the policy
@@ -316,25 +406,33 @@ BEGIN
 	origin := _rl_origin(t, key);
 	h.held := _rl_available(t.policy, origin, o, now);
 	h.owed := 0;
+	h.cov_until := '{}';
+	h.cov_per_us := '{}';
 	SELECT * INTO m FROM ONLY rl_moves x
 	WHERE x.name = _rl_leave_key.name AND x.key = _rl_leave_key.key;
 	IF FOUND AND _rl_us(m.covered_until) > now THEN
-		-- the window it moved into has not begun again since
+		-- the window it moved into has begun again since: by its end as
+		-- it was then, or as the policy now has it
 		IF (t.policy).kind = 'fixed window' THEN
 			w_end := _rl_window_of(t.policy, origin, _rl_us(m.moved_at)) + (t.policy).period;
-			refilled := _rl_valid_time(w_end) AND w_end <= now;
+			refilled := (_rl_valid_time(w_end) AND w_end <= now)
+				OR COALESCE(_rl_us(m.refill_at) <= now, false);
 		ELSE
-			refilled := false;
+			refilled := COALESCE(_rl_us(m.refill_at) <= now, false);
 		END IF;
-		h.rec_until := _rl_us(m.covered_until);
-		h.rec_per_us := m.covered_per_us;
+		h.cov_until := pg_catalog.array_append(h.cov_until, _rl_us(m.covered_until));
+		h.cov_per_us := pg_catalog.array_append(h.cov_per_us, m.covered_per_us);
+		IF m.near_until IS NOT NULL THEN
+			h.cov_until := pg_catalog.array_append(h.cov_until, _rl_us(m.near_until));
+			h.cov_per_us := pg_catalog.array_append(h.cov_per_us, COALESCE(m.near_per_us, 0::float8));
+		END IF;
 		h.owed := CASE WHEN refilled THEN 0::float8 ELSE m.debt END;
 	END IF;
 	IF refilled AND (t.policy).kind = 'fixed window' THEN
 		w_end := _rl_window_of(t.policy, origin, now) + (t.policy).period;
 		IF _rl_valid_time(w_end) THEN
-			h.win_until := w_end;
-			h.win_per_us := (t.policy).rate / (t.policy).period::float8;
+			h.cov_until := pg_catalog.array_append(h.cov_until, w_end);
+			h.cov_per_us := pg_catalog.array_append(h.cov_per_us, (t.policy).rate / (t.policy).period::float8);
 		END IF;
 	END IF;
 	h.count := 0;
@@ -373,6 +471,7 @@ DECLARE
 	given_up float8;
 	pay float8 := 0;
 	c record;
+	n integer;
 BEGIN
 	s := _rl_hold(t, key);
 	t := _rl_reread(t);
@@ -393,10 +492,10 @@ BEGIN
 	PERFORM _rl_check_state_time(o, now);
 	IF (t.policy).kind = 'fixed window' THEN
 		w_end := _rl_window_of(t.policy, origin, now) + (t.policy).period;
-		c := _rl_covered_after(h, w_end);
-		IF _rl_valid_time(w_end) AND c.until IS NOT NULL THEN
-			pay := GREATEST(LEAST(c.per_us, (t.policy).rate / (t.policy).period::float8)
-				* (c.until - w_end)::float8 - given_up, 0::float8);
+		IF _rl_valid_time(w_end) THEN
+			c := _rl_cover_steps(h.cov_until, h.cov_per_us, w_end);
+			pay := GREATEST(_rl_cover_payment(c.s_until, c.s_rate, w_end,
+				(t.policy).rate / (t.policy).period::float8) - given_up, 0::float8);
 		END IF;
 	END IF;
 	-- what the last move charged for a refill that has not come counts
@@ -411,12 +510,20 @@ BEGIN
 	UPDATE ONLY rate_limits r SET value = o.value, ts = _rl_ts(o.ts), prev = o.prev
 	WHERE r.name = t.stored AND r.key = _rl_enter_key.key AND r.shard = 0;
 	-- how far the refills were paid for, while that is to come
-	c := _rl_covered_after(h, now);
-	IF c.until IS NOT NULL THEN
-		INSERT INTO rl_moves AS m (name, key, moved_at, covered_until, covered_per_us, debt)
-		VALUES (_rl_enter_key.name, _rl_enter_key.key, _rl_ts(now), _rl_ts(c.until), c.per_us,
+	c := _rl_cover_steps(h.cov_until, h.cov_per_us, now);
+	c := _rl_cover_compress(c.s_until, c.s_rate);
+	n := COALESCE(pg_catalog.array_length(c.s_until, 1), 0);
+	IF n > 0 THEN
+		INSERT INTO rl_moves AS m (name, key, moved_at, refill_at, covered_until, covered_per_us,
+			near_until, near_per_us, debt)
+		VALUES (_rl_enter_key.name, _rl_enter_key.key, _rl_ts(now),
+			CASE WHEN (t.policy).kind = 'fixed window' AND _rl_valid_time(w_end) THEN _rl_ts(w_end) END,
+			_rl_ts(c.s_until[n]), c.s_rate[n],
+			CASE WHEN n > 1 THEN _rl_ts(c.s_until[1]) END, CASE WHEN n > 1 THEN c.s_rate[1] END,
 			pay)
 		ON CONFLICT ON CONSTRAINT rl_moves_pkey DO UPDATE SET moved_at = excluded.moved_at,
+			refill_at = excluded.refill_at, near_until = excluded.near_until,
+			near_per_us = excluded.near_per_us,
 			covered_until = excluded.covered_until, covered_per_us = excluded.covered_per_us,
 			debt = excluded.debt;
 	END IF;

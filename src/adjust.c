@@ -13,6 +13,7 @@
 #include "algebra_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -113,9 +114,10 @@ rl_penalize_state(const RlPolicy *policy, int64_t origin,
  * nothing for the time before now (brought forward under policy, then
  * taken back, so a window that policy would start earlier gives nothing).
  * For a sliding window that is its value less the previous window's
- * weighted count.  A negative value (a debt, a reservation) stays; a
- * blocked row is not touched.  (What a move pays for a refill it brings
- * forward is a penalty of its own: plans.c.)
+ * weighted count.  A negative value (a debt, a reservation) stays, as
+ * long as the new policy repays it within RL_MAX_WAIT (RL_WAIT_TOO_LONG
+ * otherwise); a blocked row is not touched.  (What a move pays for a
+ * refill it brings forward is a penalty of its own: plans.c.)
  */
 RlStatus
 rl_move_state(const RlPolicy *policy, int64_t origin, const RlState *state,
@@ -134,7 +136,8 @@ rl_move_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 	excess = rl_available(policy, origin, *out, now) - held;
 	if (excess > 0)
 		out->value -= excess;
-	return RL_DECIDED;
+	/* a debt the new policy would take more than RL_MAX_WAIT to repay */
+	return check_refillable(policy, origin, *out, now);
 }
 
 /*
@@ -213,6 +216,147 @@ rl_block_state(const RlPolicy *policy, int64_t origin, const RlState *state,
 	if (RL_POLICY_ESCALATES(policy))
 		out->prev = rl_score_prev(score + 1);
 	return check_refillable(policy, origin, *out, now);
+}
+
+/*
+ * The time a key's refills paid for, as steps: the upper envelope of n
+ * spans (n at most RL_MAX_COVERED), each until a time at a rate per
+ * microsecond, cut to the part after after.  steps[] receives them in
+ * order of their ends, each ending later and at a lower rate than the
+ * one before (step i covers from the end of step i - 1); returns how
+ * many.
+ */
+int
+rl_cover_steps(const RlCovered *spans, int n, int64_t after,
+			   RlCovered *steps)
+{
+	RlCovered	sorted[RL_MAX_COVERED];
+	int			m = 0;
+	int			k = 0;
+	double		rate = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			j = m++;
+
+		if (spans[i].until <= after)
+		{
+			m--;
+			continue;
+		}
+		/* insertion by end */
+		while (j > 0 && sorted[j - 1].until > spans[i].until)
+		{
+			sorted[j] = sorted[j - 1];
+			j--;
+		}
+		sorted[j] = spans[i];
+	}
+	/* from the last end back: the highest rate of the spans still on */
+	for (int j = m - 1; j >= 0; j--)
+	{
+		rate = fmax(rate, sorted[j].per_us);
+		sorted[j].per_us = rate;
+	}
+	/* a step at the rate of the next adds nothing; one as long, its rate */
+	for (int j = 0; j < m; j++)
+	{
+		if (j + 1 < m && sorted[j].until == sorted[j + 1].until)
+			sorted[j + 1].per_us = sorted[j].per_us;
+		if (j + 1 < m && sorted[j].per_us == sorted[j + 1].per_us)
+			continue;
+		steps[k++] = sorted[j];
+	}
+	return k;
+}
+
+/*
+ * What a refill at end pays for the steps (rl_cover_steps) that run past
+ * it: each step's rate, at most per_us, over its part after end.
+ */
+double
+rl_cover_payment(const RlCovered *steps, int n, int64_t end, double per_us)
+{
+	double		pay = 0;
+	int64_t		from = end;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (steps[i].until <= from)
+			continue;
+		pay += fmin(steps[i].per_us, per_us) * (double) (steps[i].until - from);
+		from = steps[i].until;
+	}
+	return pay;
+}
+
+/*
+ * Steps (rl_cover_steps) cut to at most two: of the three, the two
+ * neighbours that add the least covered time at the higher rate become
+ * one, so the steps never cover less.  Returns how many are left.
+ */
+int
+rl_cover_compress(RlCovered *steps, int n)
+{
+	double		first;
+	double		second;
+
+	if (n < 3)
+		return n;
+	/* the first step's rate up to the second's end, or the second's to the third's */
+	first = (steps[0].per_us - steps[1].per_us) *
+		(double) (steps[1].until - steps[0].until);
+	second = (steps[1].per_us - steps[2].per_us) *
+		(double) (steps[2].until - steps[1].until);
+	if (first <= second)
+	{
+		steps[0].until = steps[1].until;
+		steps[1] = steps[2];
+	}
+	else
+		steps[1].until = steps[2].until;
+	return 2;
+}
+
+/* qsort's order for rl_take_spread: the largest first */
+static int
+descending(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return (x < y) - (x > y);
+}
+
+/*
+ * Take count tokens (count > 0) from n shards holding values[] (n at
+ * most RL_MAX_SHARDS), the fullest first: every shard above a level is
+ * lowered to it, the level chosen so that the shards give count in all.
+ * A shard holding less gives nothing until every shard is down to it, so
+ * no shard goes below zero while another holds a token: what the shards
+ * hold above zero drops by count, as far as it goes, and a call (which
+ * takes from a shard that holds enough) is granted no more than the key
+ * holds.  Beyond that the rest is taken from all alike.  values[] is
+ * lowered in place.
+ */
+void
+rl_take_spread(int n, double *values, double count)
+{
+	double		sorted[RL_MAX_SHARDS];
+	double		top = 0;
+	double		level = 0;
+
+	memcpy(sorted, values, sizeof(double) * n);
+	qsort(sorted, n, sizeof(double), descending);
+	for (int k = 1; k <= n; k++)
+	{
+		top += sorted[k - 1];
+		level = (top - count) / k;
+		if (k == n || level >= sorted[k])
+			break;
+	}
+	for (int i = 0; i < n; i++)
+		values[i] = fmin(values[i], level);
 }
 
 /*

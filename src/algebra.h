@@ -256,5 +256,21 @@ extern RlStatus rl_block_state(const RlPolicy *policy, int64_t origin,
 							   int64_t duration, RlState *out);
 extern double rl_refund_spread(double capacity, int n, double *values,
 							   double count);
+extern void rl_take_spread(int n, double *values, double count);
+
+/* Time a key's refills paid for: until a time, at a rate per microsecond. */
+typedef struct RlCovered
+{
+	int64_t		until;
+	double		per_us;
+} RlCovered;
+
+#define RL_MAX_COVERED 3
+
+extern int	rl_cover_steps(const RlCovered *spans, int n, int64_t after,
+						   RlCovered *steps);
+extern double rl_cover_payment(const RlCovered *steps, int n, int64_t end,
+							   double per_us);
+extern int	rl_cover_compress(RlCovered *steps, int n);
 
 #endif							/* RATELIMIT_ALGEBRA_H */

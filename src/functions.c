@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
@@ -575,6 +576,15 @@ rl_reset(PG_FUNCTION_ARGS)
 	call_target(fcinfo, cache, &target);
 	rl_storage_begin(cache->nspid);
 	rl_reset_key(&target, config);
+
+	/*
+	 * A fresh key owes nothing for the refills it had: its next move pays
+	 * for none, and gets back no payment of its last move (plans.c).  A
+	 * read-only transaction (a memory key's reset) cannot write rl_moves:
+	 * there the record stays (docs/policies.md, "Known limits in 1.3").
+	 */
+	if (config == NULL && target.key != NULL && !XactReadOnly)
+		rl_storage_forget_move(target.name, target.key);
 	rl_storage_end();
 	PG_RETURN_VOID();
 }

@@ -132,45 +132,23 @@ own_numbers(FunctionCallInfo fcinfo, text *name, bool plan, Datum *values,
 	values[5] = Float8GetDatum(policy.max_reserved);
 }
 
-/*
- * A span of time a key's refills so far paid for, beyond now: until a
- * fixed window's end, at its rate per microsecond (until RL_NO_TIME:
- * none).
- */
-typedef struct Covered
-{
-	int64		until;
-	double		per_us;
-} Covered;
-
 /* What a key holds as it leaves a policy (leave_policy, enter_policy). */
 typedef struct KeyHeld
 {
 	double		held;			/* what a call could take */
-	Covered		window;			/* its fixed window, if that refilled it */
-	Covered		before;			/* an earlier policy's (its last move's) */
+	/*
+	 * The time its refills paid for beyond now (adjust.c, rl_cover_steps):
+	 * its fixed window's, if that refilled it, and what its last move
+	 * remembered (rl_moves)
+	 */
+	RlCovered	covered[RL_MAX_COVERED];
+	int			ncovered;
 	double		owed;			/* what its last move charged, unspent */
 	/* a sliding window's counts: its current window's, from since */
 	double		count;
 	double		prev;			/* and the window's before since */
 	int64		since;
 } KeyHeld;
-
-/* The part of a key's covered time past after (none: until RL_NO_TIME). */
-static Covered
-covered_after(const KeyHeld *held, int64 after)
-{
-	Covered		out = {RL_NO_TIME, 0};
-	const Covered *spans[2] = {&held->window, &held->before};
-
-	for (int i = 0; i < 2; i++)
-		if (spans[i]->until > after)
-		{
-			out.until = Max(out.until, spans[i]->until);
-			out.per_us = fmax(out.per_us, spans[i]->per_us);
-		}
-	return out;
-}
 
 /*
  * The first half of a key's move to another policy: its state brought to
@@ -204,23 +182,31 @@ leave_policy(RlTarget *target)
 	now = rl_clock_now();
 	memset(&out, 0, sizeof(out));
 	out.held = rl_available(&before.policy, before.origin, state, now);
-	out.window.until = RL_NO_TIME;
-	out.before.until = RL_NO_TIME;
 	if (rl_storage_get_move(target->name, target->key, &move) &&
 		move.covered_until > now)
 	{
-		/* the window it moved into has not begun again since */
+		/*
+		 * The window it moved into has begun again since: by its end as it
+		 * was then, or as the policy now has it (a plan's window may have
+		 * changed since).
+		 */
 		until = rl_window_end(&before.policy, before.origin, move.moved_at);
-		refilled = until != RL_NO_TIME && until <= now;
-		out.before.until = move.covered_until;
-		out.before.per_us = move.covered_per_us;
+		refilled = (until != RL_NO_TIME && until <= now) ||
+			(move.has_refill_at && move.refill_at <= now);
+		out.covered[out.ncovered].until = move.covered_until;
+		out.covered[out.ncovered++].per_us = move.covered_per_us;
+		if (move.has_near)
+		{
+			out.covered[out.ncovered].until = move.near_until;
+			out.covered[out.ncovered++].per_us = move.near_per_us;
+		}
 		out.owed = refilled ? 0 : move.debt;
 	}
 	until = rl_window_end(&before.policy, before.origin, now);
 	if (refilled && until != RL_NO_TIME)
 	{
-		out.window.until = until;
-		out.window.per_us = before.policy.rate /
+		out.covered[out.ncovered].until = until;
+		out.covered[out.ncovered++].per_us = before.policy.rate /
 			(double) rl_window_length(&before.policy, before.origin, now);
 	}
 	if (before.policy.kind == RL_SLIDING_WINDOW)
@@ -253,8 +239,8 @@ enter_policy(RlTarget *target, KeyHeld held)
 {
 	TimestampTz now = rl_clock_now();
 	int64		end;
-	Covered		overlap;
-	Covered		kept;
+	RlCovered	steps[RL_MAX_COVERED];
+	int			nsteps;
 	RlMove		move;
 	double		given_up;
 	double		pay = 0;
@@ -279,15 +265,14 @@ enter_policy(RlTarget *target, KeyHeld held)
 	}
 	(void) rl_adjust(target, RL_ADJUST_MOVE, held.held, 0);
 	end = rl_window_end(&target->policy, target->origin, now);
-	overlap = covered_after(&held, end);
-	if (end != RL_NO_TIME && overlap.until != RL_NO_TIME)
+	if (end != RL_NO_TIME)
 	{
-		double		per_us = fmin(overlap.per_us, target->policy.rate /
-								  (double) rl_window_length(&target->policy,
-															target->origin,
-															now));
-
-		pay = fmax(per_us * (double) (overlap.until - end) - given_up, 0);
+		nsteps = rl_cover_steps(held.covered, held.ncovered, end, steps);
+		pay = fmax(rl_cover_payment(steps, nsteps, end, target->policy.rate /
+									(double) rl_window_length(&target->policy,
+															  target->origin,
+															  now)) - given_up,
+				   0);
 	}
 
 	/*
@@ -300,12 +285,19 @@ enter_policy(RlTarget *target, KeyHeld held)
 	else if (pay < held.owed)
 		(void) rl_adjust(target, RL_ADJUST_REFUND, held.owed - pay, 0);
 	/* how far the refills were paid for, while that is to come */
-	kept = covered_after(&held, now);
-	if (kept.until != RL_NO_TIME)
+	nsteps = rl_cover_compress(steps, rl_cover_steps(held.covered,
+													 held.ncovered, now,
+													 steps));
+	if (nsteps > 0)
 	{
 		move.moved_at = now;
-		move.covered_until = kept.until;
-		move.covered_per_us = kept.per_us;
+		move.has_refill_at = end != RL_NO_TIME;
+		move.refill_at = move.has_refill_at ? end : 0;
+		move.covered_until = steps[nsteps - 1].until;
+		move.covered_per_us = steps[nsteps - 1].per_us;
+		move.has_near = nsteps > 1;
+		move.near_until = move.has_near ? steps[0].until : 0;
+		move.near_per_us = move.has_near ? steps[0].per_us : 0;
 		move.debt = pay;
 		rl_storage_put_move(target->name, target->key, &move);
 	}

@@ -122,13 +122,19 @@ extern int64 rl_storage_plan_zone_movers(text *name, text *plan, text *zone);
 typedef struct RlMove
 {
 	TimestampTz moved_at;
+	bool		has_refill_at;
+	TimestampTz refill_at;		/* the end of the window it moved into */
 	TimestampTz covered_until;	/* how far its refills were paid for */
-	double		covered_per_us; /* at what rate, at most */
+	double		covered_per_us; /* at what rate, at most, at the end */
+	bool		has_near;		/* and up to near_until, a higher rate */
+	TimestampTz near_until;
+	double		near_per_us;
 	double		debt;			/* what the move charged (a penalty) */
 } RlMove;
 
 extern bool rl_storage_get_move(text *name, text *key, RlMove *move);
 extern void rl_storage_put_move(text *name, text *key, const RlMove *move);
+extern void rl_storage_forget_move(text *name, text *key);
 extern uint64 rl_storage_move_gc(TimestampTz now, uint64 max_rows);
 extern Oid	rl_storage_access_relid(void);
 extern int	rl_storage_get_access(text *name, text *address,

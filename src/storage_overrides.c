@@ -300,8 +300,8 @@ rl_storage_get_move(text *name, text *key, RlMove *move)
 	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
 	Datum		d;
 
-	if (run_overrides("SELECT moved_at, covered_until, covered_per_us, debt"
-					  " FROM ONLY %s.rl_moves"
+	if (run_overrides("SELECT moved_at, covered_until, covered_per_us, debt,"
+					  " refill_at, near_until, near_per_us FROM ONLY %s.rl_moves"
 					  " WHERE name" EQ "$1 AND key" EQ "$2",
 					  2, NULL, args, NULL, true, SPI_OK_SELECT) == 0)
 		return false;
@@ -313,6 +313,13 @@ rl_storage_get_move(text *name, text *key, RlMove *move)
 	move->covered_per_us = DatumGetFloat8(d);
 	(void) column(4, &d);
 	move->debt = DatumGetFloat8(d);
+	move->has_refill_at = column(5, &d);
+	move->refill_at = move->has_refill_at ? DatumGetTimestampTz(d) : 0;
+	move->has_near = column(6, &d);
+	move->near_until = move->has_near ? DatumGetTimestampTz(d) : 0;
+	move->near_per_us = 0;
+	if (move->has_near && column(7, &d))
+		move->near_per_us = DatumGetFloat8(d);
 	return true;
 }
 
@@ -320,22 +327,51 @@ rl_storage_get_move(text *name, text *key, RlMove *move)
 void
 rl_storage_put_move(text *name, text *key, const RlMove *move)
 {
-	Oid			types[6] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	FLOAT8OID, FLOAT8OID};
-	Datum		args[6] = {PointerGetDatum(name), PointerGetDatum(key),
+	Oid			types[9] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID};
+	Datum		args[9] = {PointerGetDatum(name), PointerGetDatum(key),
 		TimestampTzGetDatum(move->moved_at),
 		TimestampTzGetDatum(move->covered_until),
-		Float8GetDatum(move->covered_per_us), Float8GetDatum(move->debt)};
+		Float8GetDatum(move->covered_per_us), Float8GetDatum(move->debt),
+		TimestampTzGetDatum(move->refill_at),
+		TimestampTzGetDatum(move->near_until),
+	Float8GetDatum(move->near_per_us)};
+	char		nulls[10] = "         ";
 
+	if (!move->has_refill_at)
+		nulls[6] = 'n';
+	if (!move->has_near)
+		nulls[7] = nulls[8] = 'n';
 	run_overrides("INSERT INTO %s.rl_moves AS m"
-				  " (name, key, moved_at, covered_until, covered_per_us, debt)"
-				  " VALUES ($1, $2, $3, $4, $5, $6)"
+				  " (name, key, moved_at, covered_until, covered_per_us, debt,"
+				  " refill_at, near_until, near_per_us)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 				  " ON CONFLICT (name, key) DO UPDATE SET"
 				  " moved_at = excluded.moved_at,"
 				  " covered_until = excluded.covered_until,"
 				  " covered_per_us = excluded.covered_per_us,"
-				  " debt = excluded.debt",
-				  6, types, args, NULL, false, SPI_OK_INSERT);
+				  " debt = excluded.debt, refill_at = excluded.refill_at,"
+				  " near_until = excluded.near_until,"
+				  " near_per_us = excluded.near_per_us",
+				  9, types, args, nulls, false, SPI_OK_INSERT);
+}
+
+/*
+ * Forget the record of (name, key)'s last move (rl_reset: a fresh key owes
+ * nothing for refills it had before).  Nothing where the schema has no
+ * rl_moves (a database still at 1.2).
+ */
+void
+rl_storage_forget_move(text *name, text *key)
+{
+	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
+
+	if (!OidIsValid(get_relname_relid("rl_moves",
+									  get_rel_namespace(rl_storage_overrides_relid()))))
+		return;
+	run_overrides("DELETE FROM ONLY %s.rl_moves WHERE name" EQ "$1"
+				  " AND key" EQ "$2",
+				  2, NULL, args, NULL, false, SPI_OK_DELETE);
 }
 
 /*

@@ -994,8 +994,9 @@ hold_every_shard(const RlTarget *target, RlState *states, ItemPointerData *tids)
  * shard of a sharded limit), then compute each new state at a time read
  * after the locks and write them all, only once every one is known to be
  * valid.  A sharded refund or return is spread over the shards in equal
- * parts, none above its own capacity; a penalty or charge takes count / N
- * from each shard (*charged: the sum taken), and a block blocks each.  A
+ * parts, none above its own capacity; a penalty or charge takes count
+ * from the fullest shards first (rl_take_spread; *charged: the sum
+ * taken), and a block blocks each.  A
  * move caps each shard at what it holds (brought forward to now under the
  * old policy by the caller), amount unused: the shards need not hold the
  * same.
@@ -1072,6 +1073,26 @@ table_adjust(RlTarget *target, RlAdjustment kind, double amount,
 		rl_refund_spread(policy.capacity, nshards, values, give);
 		for (int s = 0; s < nshards; s++)
 			next[s].value = values[s];
+	}
+	else if ((kind == RL_ADJUST_PENALIZE || kind == RL_ADJUST_CHARGE) &&
+			 nshards > 1 && amount > 0)
+	{
+		double	   *values = palloc(sizeof(double) * nshards);
+
+		/* each shard's share, the fullest first (rl_take_spread) */
+		for (int s = 0; s < nshards; s++)
+		{
+			rl_adjust_state(&policy, target->origin, kind, &states[s], now, 0, 0,
+					   &next[s], &took);
+			values[s] = next[s].value;
+		}
+		rl_take_spread(nshards, values, amount);
+		for (int s = 0; s < nshards; s++)
+		{
+			rl_adjust_state(&policy, target->origin, kind, &states[s], now,
+					   next[s].value - values[s], duration, &next[s], &took);
+			taken += took;
+		}
 	}
 	else
 	{

@@ -523,7 +523,7 @@ push @lines, q{SELECT 'rl_plans ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|
 push @what, "the rows of rl_plans after the calls";
 push @lines, q{SELECT 'rl_overrides ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s', name, key, rate, period, capacity, max_reserved, plan), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C"), '') FROM rl_overrides;};
 push @what, "the rows of rl_overrides after the calls";
-push @lines, q{SELECT 'rl_moves ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s', name, key, moved_at, covered_until, covered_per_us, debt), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C"), '') FROM rl_moves;};
+push @lines, q{SELECT 'rl_moves ' || COALESCE(string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s', name, key, moved_at, refill_at, covered_until, covered_per_us, near_until, near_per_us, debt), ' ; ' ORDER BY name COLLATE "C", key COLLATE "C"), '') FROM rl_moves;};
 push @what, "the rows of rl_moves after the calls";
 
 my $dir = tempdir(CLEANUP => 1);
@@ -600,6 +600,11 @@ for my $i (0 .. $#what) {
 	next if $what[$i] =~ /^rl_gc\(/ && defined $s->[$i]
 		&& $c->[$i] =~ /^(ERROR 22023 invalid override of rate limit )/
 		&& index($s->[$i], $1) == 0;
+	# rl_status, too, fails at the first row whose key's policy its
+	# definition no longer admits, met in each edition's order of rows:
+	# two rows may fail two checks of one policy rule set
+	next if $what[$i] =~ /FROM rl_status\) s\)$/ && defined $s->[$i]
+		&& $c->[$i] =~ /^ERROR 22023 / && $s->[$i] =~ /^ERROR 22023 /;
 	print "difference at call $i of $ncalls: $what[$i]\n";
 	print "  C edition:   $c->[$i]\n";
 	print "  SQL edition: ", $s->[$i] // '<missing>', "\n";

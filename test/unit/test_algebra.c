@@ -843,6 +843,92 @@ run_adjust(void)
 	given = rl_refund_spread(5, 2, spread, 3);
 	expect(near(given, 3) && near(spread[0], 2.5) && spread[1] == 5,
 		   "spread: a full shard passes its share on");
+
+	/* a take of 6 from {0, 10, 4}: the fullest first, down to 4 each */
+	spread[0] = 0;
+	spread[1] = 10;
+	spread[2] = 4;
+	rl_take_spread(3, spread, 6);
+	expect(spread[0] == 0 && near(spread[1], 4) && near(spread[2], 4),
+		   "take: the fullest shard first, an empty one untouched");
+	/* 8 from {0, 10, 4}: down to 3 each of the two that hold most */
+	spread[1] = 10;
+	spread[2] = 4;
+	rl_take_spread(3, spread, 8);
+	expect(spread[0] == 0 && near(spread[1], 3) && near(spread[2], 3),
+		   "take: lowered to one level");
+	/* 20 from {0, 10, 4}: all 14 above zero, then 6 more from all alike */
+	spread[1] = 10;
+	spread[2] = 4;
+	rl_take_spread(3, spread, 20);
+	expect(near(spread[0], -2) && near(spread[1], -2) && near(spread[2], -2),
+		   "take: beyond what they hold, from all alike");
+}
+
+/* The time a key's refills paid for, as steps, and what a move pays. */
+static void
+run_cover(void)
+{
+	RlCovered	spans[3];
+	RlCovered	steps[3];
+	int			n;
+
+	/* a short span at a high rate, a long one at a low rate: two steps */
+	spans[0] = (RlCovered) {20, 0.5};
+	spans[1] = (RlCovered) {10, 1.0};
+	n = rl_cover_steps(spans, 2, 0, steps);
+	expect(n == 2 && steps[0].until == 10 && steps[0].per_us == 1.0 &&
+		   steps[1].until == 20 && steps[1].per_us == 0.5,
+		   "cover: steps in order of their ends, rates falling");
+	/* a shorter span at a lower rate adds nothing */
+	spans[0] = (RlCovered) {20, 1.0};
+	spans[1] = (RlCovered) {10, 0.5};
+	n = rl_cover_steps(spans, 2, 0, steps);
+	expect(n == 1 && steps[0].until == 20 && steps[0].per_us == 1.0,
+		   "cover: a span under another adds no step");
+	/* two spans that end together: the higher rate */
+	spans[0] = (RlCovered) {10, 0.5};
+	spans[1] = (RlCovered) {10, 1.0};
+	n = rl_cover_steps(spans, 2, 0, steps);
+	expect(n == 1 && steps[0].until == 10 && steps[0].per_us == 1.0,
+		   "cover: spans that end together keep the higher rate");
+	/* cut after 15: the low step alone; after 20, nothing */
+	spans[0] = (RlCovered) {10, 1.0};
+	spans[1] = (RlCovered) {20, 0.5};
+	n = rl_cover_steps(spans, 2, 15, steps);
+	expect(n == 1 && steps[0].until == 20 && steps[0].per_us == 0.5,
+		   "cover: cut to the part after a time");
+	expect(rl_cover_steps(spans, 2, 20, steps) == 0,
+		   "cover: nothing after the last end");
+	/* a refill at 5 at 0.8: 5 at 0.8 (not 1.0), then 10 at 0.5 */
+	n = rl_cover_steps(spans, 2, 5, steps);
+	expect(near(rl_cover_payment(steps, n, 5, 0.8), 9),
+		   "cover: payment at the lower rate, step by step");
+	/*
+	 * A month's plan (10 a day, to day 30) left for a day's (1000 a day,
+	 * refilled, to day 6), then a window ending at day 5.5 at 2000 a
+	 * day: half a day at 1000, then 24 days at 10, not 24.5 days at 1000
+	 */
+	spans[0] = (RlCovered) {30 * DAY, 10.0 / DAY};
+	spans[1] = (RlCovered) {6 * DAY, 1000.0 / DAY};
+	n = rl_cover_steps(spans, 2, 11 * DAY / 2, steps);
+	expect(near(rl_cover_payment(steps, n, 11 * DAY / 2, 2000.0 / DAY), 740),
+		   "cover: a long span at a low rate pays at its own rate");
+	/* three steps cut to two, where that covers the least more */
+	steps[0] = (RlCovered) {10, 3};
+	steps[1] = (RlCovered) {11, 2};
+	steps[2] = (RlCovered) {30, 1};
+	n = rl_cover_compress(steps, 3);
+	expect(n == 2 && steps[0].until == 11 && steps[0].per_us == 3 &&
+		   steps[1].until == 30 && steps[1].per_us == 1,
+		   "cover: the first two steps made one");
+	steps[0] = (RlCovered) {10, 3};
+	steps[1] = (RlCovered) {29, 2};
+	steps[2] = (RlCovered) {30, 1};
+	n = rl_cover_compress(steps, 3);
+	expect(n == 2 && steps[0].until == 10 && steps[0].per_us == 3 &&
+		   steps[1].until == 30 && steps[1].per_us == 2,
+		   "cover: the last two steps made one");
 }
 
 /* The HTTP fields: amounts rounded down, times up. */
@@ -1552,6 +1638,7 @@ main(void)
 {
 	run_vectors();
 	run_retry_is_exact();
+	run_cover();
 	run_windows();
 	run_origin();
 	run_checks();
