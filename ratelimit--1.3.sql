@@ -1323,6 +1323,7 @@ CREATE TABLE @extschema@.rl_moves (
 	name text COLLATE "C" NOT NULL,
 	key text COLLATE "C" NOT NULL,
 	moved_at timestamptz NOT NULL,
+	moved_xact xid8,
 	refill_at timestamptz,
 	covered_until timestamptz NOT NULL,
 	covered_per_us float8 NOT NULL CHECK (covered_per_us OPERATOR(pg_catalog.>=) 0),
@@ -1335,6 +1336,8 @@ COMMENT ON TABLE @extschema@.rl_moves IS
 	'the last move of a key to another policy (rl_override, rl_assign and their inverses), kept until covered_until so that a later move pays for the refill it brings forward; rl_gc deletes rows past covered_until';
 COMMENT ON COLUMN @extschema@.rl_moves.moved_at IS
 	'when the key moved';
+COMMENT ON COLUMN @extschema@.rl_moves.moved_xact IS
+	'the transaction that moved the key: a later move in the same transaction gives no payment back';
 COMMENT ON COLUMN @extschema@.rl_moves.refill_at IS
 	'the end of the fixed window the key moved into, as it was then; NULL for a token bucket or sliding window';
 COMMENT ON COLUMN @extschema@.rl_moves.covered_until IS

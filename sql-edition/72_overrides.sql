@@ -67,6 +67,7 @@ CREATE TABLE rl_moves (
 	name text COLLATE "C" NOT NULL,
 	key text COLLATE "C" NOT NULL,
 	moved_at timestamptz NOT NULL,
+	moved_xact xid8,
 	refill_at timestamptz,
 	covered_until timestamptz NOT NULL,
 	covered_per_us float8 NOT NULL CHECK (covered_per_us OPERATOR(pg_catalog.>=) 0),
@@ -79,6 +80,8 @@ COMMENT ON TABLE rl_moves IS
 	'the last move of a key to another policy (rl_override, rl_assign and their inverses), kept until covered_until so that a later move pays for the refill it brings forward; rl_gc deletes rows past covered_until';
 COMMENT ON COLUMN rl_moves.moved_at IS
 	'when the key moved';
+COMMENT ON COLUMN rl_moves.moved_xact IS
+	'the transaction that moved the key: a later move in the same transaction gives no payment back';
 COMMENT ON COLUMN rl_moves.refill_at IS
 	'the end of the fixed window the key moved into, as it was then; NULL for a token bucket or sliding window';
 COMMENT ON COLUMN rl_moves.covered_until IS
@@ -272,6 +275,7 @@ CREATE TYPE _rl_held AS (
 	cov_until bigint[],	-- the time its refills paid for: spans until these ends
 	cov_per_us float8[],	-- at these rates (its window's, its last move's)
 	owed float8,		-- what its last move charged, unspent
+	refundable boolean,	-- and whether it may come back (another transaction's)
 	count float8,		-- a sliding window's count in its window
 	prev float8,		-- and in the window before since
 	since bigint
@@ -386,6 +390,7 @@ DECLARE
 	m rl_moves;
 	refilled boolean := true;
 	w_end bigint;
+	cur_end bigint;
 BEGIN
 	IF (t.policy).shards > 1 THEN
 		RAISE EXCEPTION 'moving a key of a sharded limit is not in the SQL edition of ratelimit yet'
@@ -406,6 +411,7 @@ BEGIN
 	origin := _rl_origin(t, key);
 	h.held := _rl_available(t.policy, origin, o, now);
 	h.owed := 0;
+	h.refundable := true;
 	h.cov_until := '{}';
 	h.cov_per_us := '{}';
 	SELECT * INTO m FROM ONLY rl_moves x
@@ -426,7 +432,23 @@ BEGIN
 			h.cov_until := pg_catalog.array_append(h.cov_until, _rl_us(m.near_until));
 			h.cov_per_us := pg_catalog.array_append(h.cov_per_us, COALESCE(m.near_per_us, 0::float8));
 		END IF;
-		h.owed := CASE WHEN refilled THEN 0::float8 ELSE m.debt END;
+		h.owed := m.debt;
+		IF refilled THEN
+			-- the refills since have repaid part of the charge: at most its
+			-- highest rate over the time they paid for, where the policy
+			-- still has the windows the move saw
+			cur_end := _rl_window_of(t.policy, origin, now) + (t.policy).period;
+			IF (t.policy).kind = 'fixed window' AND m.refill_at IS NOT NULL
+					AND _rl_valid_time(w_end) AND w_end = _rl_us(m.refill_at)
+					AND _rl_valid_time(cur_end) AND cur_end > _rl_us(m.refill_at) THEN
+				h.owed := GREATEST(m.debt - GREATEST(m.covered_per_us, COALESCE(m.near_per_us, 0::float8))
+					* (cur_end - _rl_us(m.refill_at))::float8, 0::float8);
+			ELSE
+				h.owed := 0;
+			END IF;
+		END IF;
+		h.refundable := NOT refilled AND NOT COALESCE(m.moved_xact OPERATOR(pg_catalog.=)
+			pg_catalog.pg_current_xact_id_if_assigned(), false);
 	END IF;
 	IF refilled AND (t.policy).kind = 'fixed window' THEN
 		w_end := _rl_window_of(t.policy, origin, now) + (t.policy).period;
@@ -503,9 +525,12 @@ BEGIN
 	IF pay > h.owed THEN
 		o := _rl_adjust_state(t.policy, origin, 'penalize', o, now, pay - h.owed, 0::bigint);
 		PERFORM _rl_check_state_time(o, now);
-	ELSIF pay < h.owed THEN
+	ELSIF pay < h.owed AND h.refundable THEN
 		o := _rl_adjust_state(t.policy, origin, 'refund', o, now, h.owed - pay, 0::bigint);
 		PERFORM _rl_check_state_time(o, now);
+	ELSE
+		-- this transaction's last move: the key keeps owing the larger
+		pay := h.owed;
 	END IF;
 	UPDATE ONLY rate_limits r SET value = o.value, ts = _rl_ts(o.ts), prev = o.prev
 	WHERE r.name = t.stored AND r.key = _rl_enter_key.key AND r.shard = 0;
@@ -514,14 +539,15 @@ BEGIN
 	c := _rl_cover_compress(c.s_until, c.s_rate);
 	n := COALESCE(pg_catalog.array_length(c.s_until, 1), 0);
 	IF n > 0 THEN
-		INSERT INTO rl_moves AS m (name, key, moved_at, refill_at, covered_until, covered_per_us,
-			near_until, near_per_us, debt)
-		VALUES (_rl_enter_key.name, _rl_enter_key.key, _rl_ts(now),
+		INSERT INTO rl_moves AS m (name, key, moved_at, moved_xact, refill_at, covered_until,
+			covered_per_us, near_until, near_per_us, debt)
+		VALUES (_rl_enter_key.name, _rl_enter_key.key, _rl_ts(now), pg_catalog.pg_current_xact_id(),
 			CASE WHEN (t.policy).kind = 'fixed window' AND _rl_valid_time(w_end) THEN _rl_ts(w_end) END,
 			_rl_ts(c.s_until[n]), c.s_rate[n],
 			CASE WHEN n > 1 THEN _rl_ts(c.s_until[1]) END, CASE WHEN n > 1 THEN c.s_rate[1] END,
 			pay)
 		ON CONFLICT ON CONSTRAINT rl_moves_pkey DO UPDATE SET moved_at = excluded.moved_at,
+			moved_xact = excluded.moved_xact,
 			refill_at = excluded.refill_at, near_until = excluded.near_until,
 			near_per_us = excluded.near_per_us,
 			covered_until = excluded.covered_until, covered_per_us = excluded.covered_per_us,

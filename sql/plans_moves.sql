@@ -61,8 +61,9 @@ SELECT n, value FROM unnest(ARRAY['pm', 'pm_m']) n, rl_value(n, 'redef');
 -- -100), refilled there, moves on Jan 22 06:00, unused that day, to
 -- 'twelve' (60 per 12 hours: its window ends at 12:00).  It pays 12
 -- hours at day's 100 a day (50), then 8 days to Jan 31 at month's 10 a
--- day (80), less the 40 it gives up above twelve's 60: 90, so it holds
--- -30.  (One span at the
+-- day (80), less the 40 it gives up above twelve's 60: 90.  Of that, its
+-- last move's charge still owed (100 less the 2 days day's refills have
+-- repaid: 80, for the same 8 days) counts: 10 more, so it holds 50.  (One span at the
 -- latest end and the highest rate would charge 8.5 days at 100 a day.)
 SET ratelimit.now_override = '2026-01-01 00:00:00+00';
 SELECT n, rl_plan(n, 'month', 300, '30 days'), rl_plan(n, 'twelve', 60, '12 hours')
@@ -80,6 +81,26 @@ SELECT n, round(value::numeric, 2) AS value FROM unnest(ARRAY['pm', 'pm_m']) n,
 SELECT name, covered_until, round((covered_per_us * 86400e6)::numeric, 2) AS per_day,
 	near_until, round((near_per_us * 86400e6)::numeric, 2) AS near_per_day
 FROM rl_moves WHERE key = 'stair' ORDER BY name;
+
+-- a move pays once for the refill it brings forward: a key drained on
+-- 'day' at 00:00 moves to 'hourly' (100/24 an hour: 23 hours of the day
+-- early, -95.83), is refilled at 01:00 (-91.67), and at 01:30 moves to
+-- 'two_hourly' (100/12 per 2 hours; its window ends at 02:00 too).  The
+-- charge it still owes (22 hours, 91.67) pays for that move: nothing
+-- more.  (Counted again, it would hold -183.33.)
+SET ratelimit.now_override = '2026-01-01 00:00:00+00';
+SELECT n, rl_plan(n, 'hourly', 100.0 / 24, '1 hour'),
+	rl_plan(n, 'two_hourly', 100.0 / 12, '2 hours')
+FROM unnest(ARRAY['pm', 'pm_m']) n;
+SELECT n, rl_assign(n, 'twice', 'day') FROM unnest(ARRAY['pm', 'pm_m']) n;
+SELECT n, (rl_limit(n, 'twice', 100)).ok FROM unnest(ARRAY['pm', 'pm_m']) n;
+SELECT n, rl_assign(n, 'twice', 'hourly') FROM unnest(ARRAY['pm', 'pm_m']) n;
+SET ratelimit.now_override = '2026-01-01 01:30:00+00';
+SELECT n, round(value::numeric, 2) AS value FROM unnest(ARRAY['pm', 'pm_m']) n,
+	rl_value(n, 'twice');
+SELECT n, rl_assign(n, 'twice', 'two_hourly') FROM unnest(ARRAY['pm', 'pm_m']) n;
+SELECT n, round(value::numeric, 2) AS value FROM unnest(ARRAY['pm', 'pm_m']) n,
+	rl_value(n, 'twice');
 
 SELECT rl_undefine('pm'), rl_undefine('pm_m');
 RESET ratelimit.now_override;

@@ -144,6 +144,7 @@ typedef struct KeyHeld
 	RlCovered	covered[RL_MAX_COVERED];
 	int			ncovered;
 	double		owed;			/* what its last move charged, unspent */
+	bool		refundable;		/* and whether it may come back */
 	/* a sliding window's counts: its current window's, from since */
 	double		count;
 	double		prev;			/* and the window's before since */
@@ -200,7 +201,25 @@ leave_policy(RlTarget *target)
 			out.covered[out.ncovered].until = move.near_until;
 			out.covered[out.ncovered++].per_us = move.near_per_us;
 		}
-		out.owed = refilled ? 0 : move.debt;
+		out.owed = move.debt;
+		if (refilled)
+		{
+			/*
+			 * The refills since have repaid part of the charge: at most
+			 * its highest rate over the time they paid for.  Only where
+			 * the policy still has the windows the move saw.
+			 */
+			int64		cur = rl_window_end(&before.policy, before.origin, now);
+
+			if (move.has_refill_at && until == move.refill_at &&
+				cur != RL_NO_TIME && cur > move.refill_at)
+				out.owed = fmax(move.debt - fmax(move.covered_per_us,
+												 move.near_per_us) *
+								(double) (cur - move.refill_at), 0);
+			else
+				out.owed = 0;
+		}
+		out.refundable = !move.this_xact && !refilled;
 	}
 	until = rl_window_end(&before.policy, before.origin, now);
 	if (refilled && until != RL_NO_TIME)
@@ -276,14 +295,18 @@ enter_policy(RlTarget *target, KeyHeld held)
 	}
 
 	/*
-	 * What the last move charged for a refill that has not come (the key
-	 * left that window before it ended) counts towards this payment, and
-	 * what it charged beyond it comes back.
+	 * What the last move charged and the key still owes (for a refill that
+	 * has not come, or for windows after the ones that refilled it) counts
+	 * towards this payment.  What it charged beyond comes back when no
+	 * refill has come and the move was another transaction's; otherwise
+	 * the key keeps owing the larger of the two.
 	 */
 	if (pay > held.owed)
 		(void) rl_adjust(target, RL_ADJUST_PENALIZE, pay - held.owed, 0);
-	else if (pay < held.owed)
+	else if (pay < held.owed && held.refundable)
 		(void) rl_adjust(target, RL_ADJUST_REFUND, held.owed - pay, 0);
+	else
+		pay = held.owed;
 	/* how far the refills were paid for, while that is to come */
 	nsteps = rl_cover_compress(steps, rl_cover_steps(held.covered,
 													 held.ncovered, now,

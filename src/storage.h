@@ -122,6 +122,7 @@ extern int64 rl_storage_plan_zone_movers(text *name, text *plan, text *zone);
 typedef struct RlMove
 {
 	TimestampTz moved_at;
+	bool		this_xact;		/* moved by this transaction */
 	bool		has_refill_at;
 	TimestampTz refill_at;		/* the end of the window it moved into */
 	TimestampTz covered_until;	/* how far its refills were paid for */

@@ -20,11 +20,14 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
+#include "utils/xid8.h"
 
 #include "calendar.h"
 #include "policy.h"
@@ -299,9 +302,11 @@ rl_storage_get_move(text *name, text *key, RlMove *move)
 {
 	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
 	Datum		d;
+	FullTransactionId top;
 
 	if (run_overrides("SELECT moved_at, covered_until, covered_per_us, debt,"
-					  " refill_at, near_until, near_per_us FROM ONLY %s.rl_moves"
+					  " refill_at, near_until, near_per_us, moved_xact"
+					  " FROM ONLY %s.rl_moves"
 					  " WHERE name" EQ "$1 AND key" EQ "$2",
 					  2, NULL, args, NULL, true, SPI_OK_SELECT) == 0)
 		return false;
@@ -320,6 +325,9 @@ rl_storage_get_move(text *name, text *key, RlMove *move)
 	move->near_per_us = 0;
 	if (move->has_near && column(7, &d))
 		move->near_per_us = DatumGetFloat8(d);
+	top = GetTopFullTransactionIdIfAny();
+	move->this_xact = column(8, &d) && FullTransactionIdIsValid(top) &&
+		FullTransactionIdEquals(DatumGetFullTransactionId(d), top);
 	return true;
 }
 
@@ -327,16 +335,18 @@ rl_storage_get_move(text *name, text *key, RlMove *move)
 void
 rl_storage_put_move(text *name, text *key, const RlMove *move)
 {
-	Oid			types[9] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID};
-	Datum		args[9] = {PointerGetDatum(name), PointerGetDatum(key),
+	Oid			types[10] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, FLOAT8OID,
+	XID8OID};
+	Datum		args[10] = {PointerGetDatum(name), PointerGetDatum(key),
 		TimestampTzGetDatum(move->moved_at),
 		TimestampTzGetDatum(move->covered_until),
 		Float8GetDatum(move->covered_per_us), Float8GetDatum(move->debt),
 		TimestampTzGetDatum(move->refill_at),
 		TimestampTzGetDatum(move->near_until),
-	Float8GetDatum(move->near_per_us)};
-	char		nulls[10] = "         ";
+		Float8GetDatum(move->near_per_us),
+	FullTransactionIdGetDatum(GetTopFullTransactionId())};
+	char		nulls[11] = "          ";
 
 	if (!move->has_refill_at)
 		nulls[6] = 'n';
@@ -344,16 +354,17 @@ rl_storage_put_move(text *name, text *key, const RlMove *move)
 		nulls[7] = nulls[8] = 'n';
 	run_overrides("INSERT INTO %s.rl_moves AS m"
 				  " (name, key, moved_at, covered_until, covered_per_us, debt,"
-				  " refill_at, near_until, near_per_us)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+				  " refill_at, near_until, near_per_us, moved_xact)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
 				  " ON CONFLICT (name, key) DO UPDATE SET"
 				  " moved_at = excluded.moved_at,"
 				  " covered_until = excluded.covered_until,"
 				  " covered_per_us = excluded.covered_per_us,"
 				  " debt = excluded.debt, refill_at = excluded.refill_at,"
 				  " near_until = excluded.near_until,"
-				  " near_per_us = excluded.near_per_us",
-				  9, types, args, nulls, false, SPI_OK_INSERT);
+				  " near_per_us = excluded.near_per_us,"
+				  " moved_xact = excluded.moved_xact",
+				  10, types, args, nulls, false, SPI_OK_INSERT);
 }
 
 /*
