@@ -522,18 +522,12 @@ BEGIN
 END
 $$;
 
--- fmax and fmin as the C library computes them here (x86-64: maxsd and
--- minsd): of two equal values, y, so that the sign of a zero is the C
--- edition's.  Neither is given a NaN.
+-- x > y ? x : y: of two equal values y, where the sign of a zero
+-- matters (GREATEST keeps x).  Not given a NaN.
 CREATE FUNCTION _rl_fmax(x float8, y float8)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN x > y THEN x ELSE y END$$;
-
-CREATE FUNCTION _rl_fmin(x float8, y float8)
-RETURNS float8
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$SELECT CASE WHEN x < y THEN x ELSE y END$$;
 
 -- admission_need: the tokens a key must hold for a call of count to be
 -- granted: count, less the depth reservations may go to.  Under
@@ -544,7 +538,7 @@ CREATE FUNCTION _rl_admission_need(p _rl_policy, count float8, reserve boolean)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN p.max_debt IS NOT NULL
-	THEN _rl_fmax(count - p.max_debt, '4.9406564584124654e-324'::float8)
+	THEN GREATEST(count - p.max_debt, '4.9406564584124654e-324'::float8)
 	ELSE count - CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0::float8 END END$$;
 
 -- rl_decide (and sliding_decide): a call of count tokens at now against a
@@ -591,8 +585,8 @@ BEGIN
 	need := _rl_admission_need(p, count, reserve);
 	d.ok := cur.value >= need;
 	-- a debt is no reservation (act at once); its bound holds exactly
-	-- (fmax: -max_debt when equal, so that max_debt 0 leaves -0 as the C
-	-- edition does)
+	-- (-max_debt when equal: under max_debt 0 a key taken to zero holds -0
+	-- in the C edition, as built here)
 	IF d.ok AND p.max_debt IS NOT NULL THEN
 		after.value := _rl_fmax(after.value, -p.max_debt);
 		d.state := after;
@@ -675,8 +669,10 @@ BEGIN
 	state := _rl_current_state(p, origin, s, now);
 	charged := amount;
 	IF p.max_debt IS NOT NULL AND state.value - amount < -p.max_debt THEN
-		charged := _rl_fmax(state.value + p.max_debt, 0::float8);
-		state.value := _rl_fmin(state.value, -p.max_debt);
+		charged := GREATEST(state.value + p.max_debt, 0::float8);
+		-- the value when equal: +0 stays +0 under max_debt 0, as in the
+		-- C edition
+		state.value := LEAST(state.value, -p.max_debt);
 	ELSE
 		state.value := state.value - amount;
 	END IF;

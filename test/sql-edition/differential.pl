@@ -474,7 +474,8 @@ for (my $n = 0; $n < $calls; $n++) {
 	}
 	elsif ($r < 0.965) {
 		# a key's own policy: overrides, plans, and keys moved between them
-		my $d = pick(@defined);
+		# (names with max_debt too)
+		my $d = rand() < 0.8 ? pick(@defined) : pick(@debt);
 		$d = pick(@inline) if rand() < 0.03;
 		my $k = pick(@text_keys);
 		my $a = rand();
