@@ -654,6 +654,10 @@ for my $i (0 .. $#what) {
 	next if $what[$i] =~ /^rl_gc\(/ && defined $s->[$i]
 		&& $c->[$i] =~ /^(ERROR 22023 invalid override of rate limit )/
 		&& index($s->[$i], $1) == 0;
+	# so does the view rl_status (an override or plan its definition no
+	# longer admits: each bad row fails with a problem of its own)
+	next if $what[$i] eq $status && defined $s->[$i]
+		&& $c->[$i] =~ /^ERROR 22023 / && $s->[$i] =~ /^ERROR 22023 /;
 	print "difference at call $i of $ncalls: $what[$i]\n";
 	print "  C edition:   $c->[$i]\n";
 	print "  SQL edition: ", $s->[$i] // '<missing>', "\n";
