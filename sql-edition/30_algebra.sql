@@ -464,13 +464,13 @@ BEGIN
 	IF p.kind = 'token bucket' THEN
 		base := s.ts;
 		step := 1;
-		guess := pg_catalog.ceil(missing * p.period::float8 / p.rate);
+		guess := pg_catalog.ceil(_rl_div(missing * p.period::float8, p.rate));
 		IF NOT guess <= 31557600000000000::float8 THEN
 			PERFORM _rl_fail('wait too long', now);
 		END IF;
 		ahead := guess::bigint;
 	ELSE
-		windows := pg_catalog.ceil(missing / p.rate);
+		windows := pg_catalog.ceil(_rl_div(missing, p.rate));
 		base := _rl_window_start(s.ts, origin, p.period);
 		step := p.period;
 		IF NOT windows <= (31557600000000000 / p.period)::float8 + 1::float8 THEN
@@ -521,6 +521,19 @@ BEGIN
 	RETURN next_start - now;
 END
 $$;
+
+-- x / y (x > 0, y > 0) as C divides: 0 where the quotient is below the
+-- least float8 (PostgreSQL raises underflow there).  A subnormal x is m
+-- times 2^-1074, m a whole number, so the quotient rounds to 0 when 2m <=
+-- y.  Under max_debt a refused call's target is the least float8 above
+-- zero, and a key at 0 misses just that.
+CREATE FUNCTION _rl_div(x float8, y float8)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE WHEN x < 2.2250738585072014e-308::float8
+		AND x * pg_catalog.power(2::float8, 537::float8) * pg_catalog.power(2::float8, 537::float8)
+			* 2::float8 <= y
+	THEN 0::float8 ELSE x / y END$$;
 
 -- x > y ? x : y: of two equal values y, where the sign of a zero
 -- matters (GREATEST keeps x).  Not given a NaN.

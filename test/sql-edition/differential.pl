@@ -330,6 +330,14 @@ sub sharded_episode {
 
 push @lines, "SET ratelimit.now_override = '" . clock_text() . "';";
 emit_call(define_sql(@$_)) for @defined, @sharded, @debt;
+# a key at exactly 0 under max_debt, refused a call within the debt: it
+# waits for the least float8 above zero (a fixed window of rate 10 and a
+# token bucket of 1e15 a microsecond divide it below the least float8)
+emit_call($_) for "rl_define('b9', 'fixed window', 10, '1 minute', max_debt => 5)",
+	"rl_limit('b9', 'k', 10)", "rl_limit('b9', 'k', 1)", "rl_check('b9', 'k', 1)",
+	"rl_define('b9', 'token bucket', 1e15, '1 microsecond', max_debt => 5)",
+	"rl_reset('b9', 'k')", "rl_limit('b9', 'k', 1e15)", "rl_limit('b9', 'k', 1)",
+	"rl_undefine('b9')";
 emit_call(define_options_sql(@$_)) for @optioned;
 emit_call($_) for "rl_define_concurrency('c0', 3)", "rl_define_concurrency('c1', 1)",
 	"rl_define_concurrency('c2', 2)", "rl_define_concurrency('l0', 2, leases => true)";
