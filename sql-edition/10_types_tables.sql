@@ -116,6 +116,8 @@ COMMENT ON COLUMN rl_definitions.block_max IS
 	'escalation: the longest automatic block; NULL: 100 years';
 COMMENT ON COLUMN rl_definitions.block_horizon IS
 	'escalation: one offence is forgotten per block_horizon once a block ends; NULL: 1 day';
+COMMENT ON COLUMN rl_definitions.max_debt IS
+	'a call is admitted on a positive balance and may take the key down to -max_debt, as may rl_settle''s charge (token bucket and fixed window, without shards or max_reserved); NULL: a call needs its whole count';
 
 -- Two numbers per (name, key, shard), and a third for a sliding window.
 -- The NULL key is stored as '' (empty keys are refused).

@@ -11,7 +11,8 @@
 
 -- A policy with its period in microseconds; max_reserved and start NULL
 -- when not given.  A defined limit's options follow (NULL for an inline
--- config): shadow mode, block_for and its escalation in microseconds.
+-- config): shadow mode, block_for and its escalation in microseconds,
+-- and max_debt (NULL: none).
 CREATE TYPE _rl_policy AS (
 	kind text,
 	rate float8,
@@ -24,7 +25,8 @@ CREATE TYPE _rl_policy AS (
 	block_for bigint,
 	block_factor float8,
 	block_max bigint,
-	block_horizon bigint
+	block_horizon bigint,
+	max_debt float8
 );
 
 -- The numbers stored per (name, key, shard); ts in microseconds.
@@ -209,14 +211,22 @@ CREATE FUNCTION _rl_fill_time(p _rl_policy)
 RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE WHEN p.kind = 'token bucket'
-	THEN (p.capacity + COALESCE(p.max_reserved, 0)) * p.period::float8 / p.rate
-	ELSE pg_catalog.ceil((p.capacity + COALESCE(p.max_reserved, 0)) / p.rate) * p.period::float8 END$$;
+	THEN (p.capacity + COALESCE(p.max_reserved, 0) + COALESCE(p.max_debt, 0)) * p.period::float8 / p.rate
+	ELSE pg_catalog.ceil((p.capacity + COALESCE(p.max_reserved, 0) + COALESCE(p.max_debt, 0)) / p.rate) * p.period::float8 END$$;
 
 -- rl_policy_problem (for the kinds with a rate): what is wrong, or NULL.
 CREATE FUNCTION _rl_policy_problem(p _rl_policy)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE
+	WHEN p.max_debt IS NOT NULL AND p.kind <> 'token bucket' AND p.kind <> 'fixed window'
+		THEN 'max_debt applies only to token bucket and fixed window limits'
+	WHEN p.max_debt IS NOT NULL AND NOT _rl_amount_in_range(p.max_debt, 0::float8, true)
+		THEN 'max_debt must be a finite number between zero and 1e15'
+	WHEN p.max_debt IS NOT NULL AND p.max_reserved IS NOT NULL
+		THEN 'a limit cannot have both max_debt and max_reserved'
+	WHEN p.max_debt IS NOT NULL AND p.shards <> 1
+		THEN 'a sharded limit cannot have max_debt'
 	WHEN NOT _rl_amount_in_range(p.rate, 0::float8, false)
 		THEN 'rate must be a finite number greater than zero and at most 1e15'
 	WHEN p.period <= 0 OR p.period > 3155760000000000
@@ -248,6 +258,11 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$SELECT CASE
 	WHEN NOT _rl_amount_in_range(count, 0::float8, false)
 		THEN 'count must be a finite number greater than zero and at most 1e15'
+	WHEN p.max_debt IS NOT NULL AND reserve
+		THEN 'a limit with max_debt cannot reserve'
+	WHEN p.max_debt IS NOT NULL
+		THEN CASE WHEN count > p.capacity + p.max_debt
+			THEN 'count exceeds the capacity plus max_debt of the limit' END
 	WHEN reserve AND p.kind = 'sliding window'
 		THEN 'a sliding window limit cannot reserve'
 	WHEN p.shards > 1 AND count > 2::float8 * (p.capacity
@@ -449,13 +464,13 @@ BEGIN
 	IF p.kind = 'token bucket' THEN
 		base := s.ts;
 		step := 1;
-		guess := pg_catalog.ceil(missing * p.period::float8 / p.rate);
+		guess := pg_catalog.ceil(_rl_div(missing * p.period::float8, p.rate));
 		IF NOT guess <= 31557600000000000::float8 THEN
 			PERFORM _rl_fail('wait too long', now);
 		END IF;
 		ahead := guess::bigint;
 	ELSE
-		windows := pg_catalog.ceil(missing / p.rate);
+		windows := pg_catalog.ceil(_rl_div(missing, p.rate));
 		base := _rl_window_start(s.ts, origin, p.period);
 		step := p.period;
 		IF NOT windows <= (31557600000000000 / p.period)::float8 + 1::float8 THEN
@@ -507,6 +522,38 @@ BEGIN
 END
 $$;
 
+-- x / y (x > 0, y > 0) as C divides: 0 where the quotient is below the
+-- least float8 (PostgreSQL raises underflow there).  A subnormal x is m
+-- times 2^-1074, m a whole number, so the quotient rounds to 0 when 2m <=
+-- y.  Under max_debt a refused call's target is the least float8 above
+-- zero, and a key at 0 misses just that.
+CREATE FUNCTION _rl_div(x float8, y float8)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE WHEN x < 2.2250738585072014e-308::float8
+		AND x * pg_catalog.power(2::float8, 537::float8) * pg_catalog.power(2::float8, 537::float8)
+			* 2::float8 <= y
+	THEN 0::float8 ELSE x / y END$$;
+
+-- x > y ? x : y: of two equal values y, where the sign of a zero
+-- matters (GREATEST keeps x).  Not given a NaN.
+CREATE FUNCTION _rl_fmax(x float8, y float8)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE WHEN x > y THEN x ELSE y END$$;
+
+-- admission_need: the tokens a key must hold for a call of count to be
+-- granted: count, less the depth reservations may go to.  Under
+-- max_debt, a positive balance (the least float8 above zero) from which
+-- count goes no deeper than -max_debt.  _rl_decide's test and the target
+-- of its wait alike.
+CREATE FUNCTION _rl_admission_need(p _rl_policy, count float8, reserve boolean)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$SELECT CASE WHEN p.max_debt IS NOT NULL
+	THEN GREATEST(count - p.max_debt, '4.9406564584124654e-324'::float8)
+	ELSE count - CASE WHEN reserve THEN _rl_reserve_depth(p) ELSE 0::float8 END END$$;
+
 -- rl_decide (and sliding_decide): a call of count tokens at now against a
 -- state (NULL for a key with no stored state).  The policy and count must
 -- have passed _rl_policy_problem and _rl_count_problem.
@@ -519,7 +566,7 @@ DECLARE
 	cur _rl_stored;
 	after _rl_stored;
 	d _rl_decision;
-	floor_value float8;
+	need float8;
 	available float8;
 BEGIN
 	IF NOT _rl_valid_time(now) OR (s.ts IS NOT NULL AND NOT _rl_valid_time(s.ts)) THEN
@@ -548,9 +595,16 @@ BEGIN
 			CASE WHEN d.ok THEN after ELSE cur END, p.capacity, now);
 		RETURN d;
 	END IF;
-	floor_value := CASE WHEN reserve THEN -_rl_reserve_depth(p) ELSE 0 END;
-	d.ok := cur.value >= count + floor_value;
-	d.has_retry := after.value < 0::float8;
+	need := _rl_admission_need(p, count, reserve);
+	d.ok := cur.value >= need;
+	-- a debt is no reservation (act at once); its bound holds exactly
+	-- (-max_debt when equal: under max_debt 0 a key taken to zero holds -0
+	-- in the C edition, as built here)
+	IF d.ok AND p.max_debt IS NOT NULL THEN
+		after.value := _rl_fmax(after.value, -p.max_debt);
+		d.state := after;
+	END IF;
+	d.has_retry := after.value < 0::float8 AND NOT (d.ok AND p.max_debt IS NOT NULL);
 	IF d.ok THEN
 		d.remaining := after.value;
 		IF d.has_retry THEN
@@ -559,7 +613,7 @@ BEGIN
 	ELSE
 		-- nothing is written: a retry refills from the stored state
 		d.remaining := cur.value;
-		d.retry_after := _rl_wait_for(p, origin, CASE WHEN s.ts IS NULL THEN cur ELSE s END, count + floor_value, now);
+		d.retry_after := _rl_wait_for(p, origin, CASE WHEN s.ts IS NULL THEN cur ELSE s END, need, now);
 	END IF;
 	IF p.kind = 'token bucket' THEN
 		d.reset_after := _rl_wait_for(p, origin,
@@ -615,12 +669,39 @@ BEGIN
 END
 $$;
 
+-- rl_charge_state: settle's charge of amount tokens (amount > 0), the
+-- part of a cost found after the work: a penalty, but under max_debt one
+-- that goes no deeper than -max_debt, taking what it can there (nothing
+-- from a key already as deep, which it never lifts); charged: what it
+-- took.
+CREATE FUNCTION _rl_charge_state(p _rl_policy, origin bigint, s _rl_stored,
+	now bigint, amount float8, OUT state _rl_stored, OUT charged float8)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+	state := _rl_current_state(p, origin, s, now);
+	charged := amount;
+	IF p.max_debt IS NOT NULL AND state.value - amount < -p.max_debt THEN
+		charged := GREATEST(state.value + p.max_debt, 0::float8);
+		-- the value when equal: +0 stays +0 under max_debt 0, as in the
+		-- C edition
+		state.value := LEAST(state.value, -p.max_debt);
+	ELSE
+		state.value := state.value - amount;
+	END IF;
+	PERFORM _rl_check_refillable(p, origin, state, now);
+END
+$$;
+
 -- rl_refund_state, rl_penalize_state and rl_block_state: a key's state
 -- after a refund of amount tokens (never above capacity), a penalty of
 -- amount tokens (no check: the value may go below zero, as long as the
 -- key is full again within RL_MAX_WAIT), or a block of duration
 -- microseconds from now (every call refused until then; the key refills
--- from empty afterwards, and a deficit it owes is kept).
+-- from empty afterwards, and a deficit it owes is kept).  rl_adjust_state
+-- adds settle's charge (_rl_charge_state) and its return: a refund that
+-- gives nothing while the stored state is blocked (routine settling never
+-- lifts a block).
 CREATE FUNCTION _rl_adjust_state(p _rl_policy, origin bigint, adjustment text,
 	s _rl_stored, now bigint, amount float8, duration bigint)
 RETURNS _rl_stored
@@ -633,9 +714,18 @@ DECLARE
 	ts bigint;
 	start_ bigint;
 BEGIN
+	IF adjustment = 'return' THEN
+		IF s.ts IS NOT NULL AND _rl_state_is_blocked(p, origin, s, now) THEN
+			amount := 0;
+		END IF;
+		adjustment := 'refund';
+	END IF;
 	IF adjustment = 'refund' THEN
 		cur.value := LEAST(cur.value + amount, p.capacity);
 		RETURN cur;
+	END IF;
+	IF adjustment = 'charge' THEN
+		RETURN (_rl_charge_state(p, origin, s, now, amount)).state;
 	END IF;
 	IF adjustment = 'penalize' THEN
 		cur.value := cur.value - amount;

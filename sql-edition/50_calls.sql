@@ -127,14 +127,14 @@ BEGIN
 	IF d.name IS NULL THEN
 		RETURN NULL;
 	END IF;
-	IF d.ipv4_prefix IS NOT NULL OR d.ipv6_prefix IS NOT NULL
-			OR d.max_debt IS NOT NULL THEN
-		RAISE EXCEPTION 'rate limit "%" uses an address prefix or max_debt, which the SQL edition of ratelimit does not have yet', d.name
+	IF d.ipv4_prefix IS NOT NULL OR d.ipv6_prefix IS NOT NULL THEN
+		RAISE EXCEPTION 'rate limit "%" uses an address prefix, which the SQL edition of ratelimit does not have yet', d.name
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Define it without them, or use the C edition.';
 	END IF;
-	RETURN _rl_definition_options(d, _rl_policy_of(d.kind, d.rate, d.period,
-		d.capacity, d.max_reserved, d.shards, d.start, d.storage, d.time_zone));
+	RETURN _rl_definition_debt(d, _rl_definition_options(d, _rl_policy_of(d.kind,
+		d.rate, d.period, d.capacity, d.max_reserved, d.shards, d.start, d.storage,
+		d.time_zone)));
 END
 $$;
 
@@ -270,6 +270,13 @@ BEGIN
 	IF problem IS NULL THEN
 		RETURN;
 	END IF;
+	IF p.max_debt IS NOT NULL THEN
+		RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = CASE WHEN reserve
+				THEN 'Under max_debt a call may take the key below zero without a reservation.'
+				ELSE pg_catalog.format('The count is %s; the capacity is %s and max_debt is %s.',
+					_rl_printf_g(count, 6), _rl_printf_g(p.capacity, 6), _rl_printf_g(p.max_debt, 6)) END;
+	END IF;
 	IF reserve AND p.kind = 'sliding window' THEN
 		RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value',
 			DETAIL = 'A call counts in the window it is made in; a reservation would count in one not yet begun.';
@@ -396,6 +403,7 @@ SELECT ROW(d.ok,
 	CASE WHEN d.has_retry THEN _rl_interval(d.retry_after) END,
 	CASE WHEN p.rate = pg_catalog.floor(p.rate) AND p.capacity = pg_catalog.floor(p.capacity)
 			AND (p.max_reserved IS NULL OR p.max_reserved = pg_catalog.floor(p.max_reserved))
+			AND (p.max_debt IS NULL OR p.max_debt = pg_catalog.floor(p.max_debt))
 			AND count = pg_catalog.floor(count)
 		THEN pg_catalog.floor(d.remaining) ELSE d.remaining END,
 	_rl_interval(d.reset_after),
@@ -469,7 +477,8 @@ BEGIN
 			PERFORM _rl_check_count(t.policy, _rl_partial_checked(t, count, partial), reserve);
 		END IF;
 		now := _rl_us(_rl_now());
-		d := _rl_decide(t.policy, _rl_origin(t, key), s, now, CASE WHEN consuming AND partial
+		d := _rl_decide(CASE WHEN consuming AND partial THEN _rl_without_debt(t.policy)
+			ELSE t.policy END, _rl_origin(t, key), s, now, CASE WHEN consuming AND partial
 			THEN _rl_partial_count(t.policy, _rl_origin(t, key), s, now, count) ELSE count END, reserve);
 		d.granted := CASE WHEN consuming AND partial
 			THEN _rl_partial_count(t.policy, _rl_origin(t, key), s, now, count) END;
@@ -519,15 +528,24 @@ CREATE FUNCTION _rl_value(name text, key text, config rl_policy)
 RETURNS rl_state
 LANGUAGE plpgsql VOLATILE
 AS $$
+BEGIN
+	PERFORM _rl_check_name_key(name, key);
+	RETURN _rl_current(_rl_resolve(name, key, config, false, false), key);
+END
+$$;
+
+-- rl_current (src/store_table.c table_current): a resolved key's state
+-- brought forward to now, as rl_value reports it, locking nothing.
+CREATE FUNCTION _rl_current(t _rl_target, key text)
+RETURNS rl_state
+LANGUAGE plpgsql VOLATILE
+AS $$
 DECLARE
-	t _rl_target;
 	s _rl_stored;
 	total _rl_stored;
 	origin bigint;
 	now bigint;
 BEGIN
-	PERFORM _rl_check_name_key(name, key);
-	t := _rl_resolve(name, key, config, false, false);
 	IF (t.policy).shards > 1 THEN
 		RETURN _rl_current_shards(t, key);
 	END IF;
@@ -595,9 +613,7 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
 	t _rl_target;
-	s _rl_stored;
-	o _rl_stored;
-	now bigint;
+	r record;
 	usecs float8;
 	dur bigint := 0;
 BEGIN
@@ -628,14 +644,103 @@ BEGIN
 	IF (t.policy).shards > 1 THEN
 		RETURN _rl_adjust_shards(t, key, adjustment, amount, dur);
 	END IF;
+	SELECT * INTO r FROM _rl_adjust_row(t, key, adjustment, amount, dur);
+	RETURN ROW((r.state).value, _rl_ts((r.state).ts))::rl_state;
+END
+$$;
+
+-- table_adjust of an unsharded key: hold its row (a missing one is first
+-- created full), read the definition again (target: the target then) and
+-- the clock, and write the adjusted state; charged: what a settlement's
+-- charge took (_rl_charge_state), the amount for the others.
+CREATE FUNCTION _rl_adjust_row(t _rl_target, key text, adjustment text,
+	amount float8, dur bigint, OUT target _rl_target, OUT state _rl_stored,
+	OUT charged float8)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	s _rl_stored;
+	now bigint;
+	c record;
+BEGIN
 	s := _rl_hold(t, key);
-	t := _rl_reread(t);
+	target := _rl_reread(t);
 	now := _rl_us(_rl_now());
-	o := _rl_adjust_state(t.policy, _rl_origin(t, key), adjustment, s, now,
-		amount, dur);
-	PERFORM _rl_check_state_time(o, now);
-	UPDATE ONLY rate_limits r SET value = o.value, ts = _rl_ts(o.ts), prev = o.prev
-	WHERE r.name = t.stored AND r.key = COALESCE(_rl_adjust.key, '') AND r.shard = 0;
-	RETURN ROW(o.value, _rl_ts(o.ts))::rl_state;
+	IF adjustment = 'charge' THEN
+		SELECT * INTO c
+		FROM _rl_charge_state(target.policy, _rl_origin(target, key), s, now, amount);
+		state := c.state;
+		charged := c.charged;
+	ELSE
+		state := _rl_adjust_state(target.policy, _rl_origin(target, key), adjustment,
+			s, now, amount, dur);
+		charged := amount;
+	END IF;
+	PERFORM _rl_check_state_time(state, now);
+	UPDATE ONLY rate_limits r SET value = state.value, ts = _rl_ts(state.ts), prev = state.prev
+	WHERE r.name = target.stored AND r.key = COALESCE(_rl_adjust_row.key, '') AND r.shard = 0;
+END
+$$;
+
+-- One of rl_settle's costs (src/functions.c settle_cost): a finite number
+-- from zero to 1e15.
+CREATE FUNCTION _rl_settle_cost(cost float8, argname text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+	IF cost IS NULL THEN
+		RAISE EXCEPTION '% must not be null', argname USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT (cost >= 0::float8 AND cost <= 1e15::float8) THEN
+		RAISE EXCEPTION '% must be a finite number between zero and 1e15', argname
+			USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = pg_catalog.format('The %s cost is %s.', argname, _rl_printf_g(cost, 6));
+	END IF;
+END
+$$;
+
+-- rl_settle (src/limit.c rl_settle_key): a call admitted on estimated
+-- turned out to cost actual.  The difference is taken (a charge: below
+-- zero too, never past -max_debt) or given back (a return: never above
+-- capacity, nothing while the key is blocked), in one step under the
+-- key's lock, in the caller's transaction.  unsettled: what a charge
+-- could not take at the bound of max_debt (0 otherwise).  The SQL
+-- edition has no allow lists, so every address is settled.
+CREATE FUNCTION _rl_settle(name text, key text, estimated float8,
+	actual float8, config rl_policy,
+	OUT value float8, OUT ts timestamptz, OUT unsettled float8)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	t _rl_target;
+	difference float8;
+	r record;
+	st rl_state;
+BEGIN
+	PERFORM _rl_check_name_key(name, key);
+	PERFORM _rl_settle_cost(estimated, 'estimated');
+	PERFORM _rl_settle_cost(actual, 'actual');
+	t := _rl_resolve(name, key, config, false, true);
+	PERFORM _rl_require_writable('rl_settle()');
+	difference := actual - estimated;
+	unsettled := 0;
+	IF difference = 0::float8 THEN
+		st := _rl_current(t, key);
+	ELSIF (t.policy).shards > 1 THEN
+		st := _rl_adjust_shards(t, key,
+			CASE WHEN difference > 0::float8 THEN 'charge' ELSE 'return' END,
+			pg_catalog.abs(difference), 0::bigint);
+	ELSE
+		SELECT * INTO r FROM _rl_adjust_row(t, key,
+			CASE WHEN difference > 0::float8 THEN 'charge' ELSE 'return' END,
+			pg_catalog.abs(difference), 0::bigint);
+		st := ROW((r.state).value, _rl_ts((r.state).ts))::rl_state;
+		IF difference > 0::float8 AND ((r.target).policy).max_debt IS NOT NULL THEN
+			unsettled := difference - r.charged;
+		END IF;
+	END IF;
+	value := st.value;
+	ts := st.ts;
 END
 $$;

@@ -738,8 +738,9 @@ $$;
 
 -- table_adjust on a sharded limit: hold every shard, a missing one created
 -- full, waiting for each in shard order; then a refund spread over the
--- shards, a penalty taken from the fullest shards first, or a block of
--- each.  Returns the
+-- shards (a settlement's return too, which gives nothing when a shard is
+-- blocked), a penalty or a settlement's charge taken from the fullest
+-- shards first, or a block of each.  Returns the
 -- sum over the shards, counted from now.
 CREATE FUNCTION _rl_adjust_shards(t _rl_target, key text, adjustment text,
 	amount float8, dur bigint)
@@ -782,11 +783,15 @@ BEGIN
 	t := _rl_reread(t);
 	sp := _rl_policy_shard(t.policy);
 	now := _rl_us(_rl_now());
-	IF adjustment = 'refund' THEN
+	IF adjustment IN ('refund', 'return') THEN
 		FOR i IN 1 .. nshards LOOP
 			nxt[i] := _rl_adjust_state(sp, origin, 'refund', states[i], now, 0::float8, 0::bigint);
 			PERFORM _rl_check_state_time(nxt[i], now);
 			vals[i] := (nxt[i]).value;
+			-- a settlement's return gives nothing to a blocked key
+			IF adjustment = 'return' AND _rl_state_is_blocked(sp, origin, states[i], now) THEN
+				amount := 0;
+			END IF;
 		END LOOP;
 		vals := _rl_refund_spread(sp.capacity, vals, amount);
 		FOR i IN 1 .. nshards LOOP
@@ -794,16 +799,16 @@ BEGIN
 			s.value := vals[i];
 			nxt[i] := s;
 		END LOOP;
-	ELSIF adjustment = 'penalize' AND amount > 0::float8 THEN
+	ELSIF adjustment IN ('penalize', 'charge') AND amount > 0::float8 THEN
 		-- each shard's share, the fullest first (_rl_take_spread)
 		FOR i IN 1 .. nshards LOOP
-			nxt[i] := _rl_adjust_state(sp, origin, 'penalize', states[i], now, 0::float8, 0::bigint);
+			nxt[i] := _rl_adjust_state(sp, origin, adjustment, states[i], now, 0::float8, 0::bigint);
 			PERFORM _rl_check_state_time(nxt[i], now);
 			vals[i] := (nxt[i]).value;
 		END LOOP;
 		vals := _rl_take_spread(vals, amount);
 		FOR i IN 1 .. nshards LOOP
-			nxt[i] := _rl_adjust_state(sp, origin, 'penalize', states[i], now,
+			nxt[i] := _rl_adjust_state(sp, origin, adjustment, states[i], now,
 				(nxt[i]).value - vals[i], dur);
 			PERFORM _rl_check_state_time(nxt[i], now);
 		END LOOP;

@@ -20,8 +20,9 @@ END
 $$;
 
 -- rl_definition_options_from_values, without the address prefixes and
--- max_debt: a definition's shadow mode, block_for and escalation, checked,
--- into its policy.
+-- max_debt (_rl_definition_debt): a definition's shadow mode, block_for
+-- and escalation, checked, into its policy.  The view rl_status takes
+-- these alone (definition_escalation).
 CREATE FUNCTION _rl_definition_options(d rl_definitions, p _rl_policy)
 RETURNS _rl_policy
 LANGUAGE plpgsql IMMUTABLE
@@ -79,6 +80,27 @@ BEGIN
 	END IF;
 	IF d.block_horizon IS NOT NULL THEN
 		p.block_horizon := _rl_option_interval(d.block_horizon, 'block_horizon');
+	END IF;
+	RETURN p;
+END
+$$;
+
+-- debt_from_values: a definition's max_debt (NULL: none), checked with
+-- the policy it changes: a call is admitted on a positive balance and may
+-- take the key down to -max_debt.
+CREATE FUNCTION _rl_definition_debt(d rl_definitions, p _rl_policy)
+RETURNS _rl_policy
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+	problem text;
+BEGIN
+	p.max_debt := d.max_debt;
+	IF p.max_debt IS NOT NULL THEN
+		problem := _rl_policy_problem(p);
+		IF problem IS NOT NULL THEN
+			RAISE EXCEPTION '%', problem USING ERRCODE = 'invalid_parameter_value';
+		END IF;
 	END IF;
 	RETURN p;
 END

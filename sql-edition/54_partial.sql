@@ -26,6 +26,18 @@ BEGIN
 END
 $$;
 
+-- The policy a partial call decides under (rl_decide_held): never a debt,
+-- so it is refused until the tokens it takes are held.
+CREATE FUNCTION _rl_without_debt(p _rl_policy)
+RETURNS _rl_policy
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+	p.max_debt := NULL;
+	RETURN p;
+END
+$$;
+
 -- rl_partial_count: count, or what the state lets a call take now when
 -- that is less, in whole tokens when count is whole; when that is
 -- nothing, min(count, 1): a refusal whose retry_after is the time until

@@ -45,23 +45,24 @@ BEGIN
 	opts.block_factor := block_factor;
 	opts.block_max := block_max;
 	opts.block_horizon := block_horizon;
-	PERFORM _rl_definition_options(opts, _rl_policy_of(kind, rate, period, capacity,
-		max_reserved, shards, start, storage, time_zone));
-	IF ipv4_prefix IS NOT NULL OR ipv6_prefix IS NOT NULL
-			OR max_debt IS NOT NULL THEN
-		RAISE EXCEPTION 'address prefixes and max_debt are not in the SQL edition of ratelimit yet'
+	opts.max_debt := max_debt;
+	PERFORM _rl_definition_debt(opts, _rl_definition_options(opts, _rl_policy_of(kind,
+		rate, period, capacity, max_reserved, shards, start, storage, time_zone)));
+	IF ipv4_prefix IS NOT NULL OR ipv6_prefix IS NOT NULL THEN
+		RAISE EXCEPTION 'address prefixes are not in the SQL edition of ratelimit yet'
 			USING ERRCODE = 'feature_not_supported',
 			HINT = 'Define the limit without them, or use the C edition.';
 	END IF;
 	PERFORM _rl_require_writable('rl_define()');
 	INSERT INTO rl_definitions AS d (name, kind, rate, period, capacity,
 		max_reserved, shards, start, storage, time_zone, shadow, block_for,
-		block_factor, block_max, block_horizon)
+		block_factor, block_max, block_horizon, max_debt)
 	VALUES (rl_define.name, rl_define.kind, rl_define.rate, rl_define.period,
 		rl_define.capacity, rl_define.max_reserved, rl_define.shards,
 		rl_define.start, rl_define.storage, rl_define.time_zone,
 		COALESCE(rl_define.shadow, false), rl_define.block_for,
-		rl_define.block_factor, rl_define.block_max, rl_define.block_horizon)
+		rl_define.block_factor, rl_define.block_max, rl_define.block_horizon,
+		rl_define.max_debt)
 	ON CONFLICT ON CONSTRAINT rl_definitions_pkey DO UPDATE SET kind = excluded.kind,
 		rate = excluded.rate, period = excluded.period,
 		capacity = excluded.capacity, max_reserved = excluded.max_reserved,
@@ -85,7 +86,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION rl_define(text, text, float8, interval, float8, float8, integer, timestamptz, text, text, boolean, interval, float8, interval, interval, integer, integer, float8) IS
-	'create or replace a named rate limit; the state of the store it keeps is kept';
+	'create or replace a named rate limit; max_debt: admit on a positive balance, and let a call or rl_settle take the key down to -max_debt; the state of the store it keeps is kept';
 
 -- rl_undefine: drop a named limit and its state.
 CREATE FUNCTION rl_undefine(name text)

@@ -407,7 +407,7 @@ BEGIN
 	cur := _rl_refill(p, origin, s, now);
 	value := _rl_available(p, origin, s, now);
 	ts := _rl_ts(cur.ts);
-	remaining := GREATEST(value, 0::float8);
+	remaining := _rl_fmax(value, 0::float8);	-- value > 0 ? value : 0: +0 for -0, as the C edition
 	idle := _rl_state_is_idle(p, origin, s, now);
 	BEGIN
 		d := _rl_decide(p, origin, s, now, 0::float8, false);

@@ -1,8 +1,8 @@
 -- Grants, as the C edition's: everything starts revoked from PUBLIC; then
 -- anyone may build policies, consume, check and read limits and read the
--- clock.  Defining, undefining, resetting, refunds, penalties and blocks
--- stay with the owner until granted.  The _rl_ helpers are the owner's
--- alone: the public functions call them as their owner (SECURITY
+-- clock.  Defining, undefining, resetting, refunds, penalties, blocks and
+-- settlements stay with the owner until granted.  The _rl_ helpers are
+-- the owner's alone: the public functions call them as their owner (SECURITY
 -- DEFINER).  Each helper's comment in the database points to its source,
 -- whose comment says what it does.
 DO $rl$
@@ -21,14 +21,14 @@ BEGIN
 					'rl_value', 'rl_reset', 'rl_define', 'rl_undefine',
 					'rl_token_bucket', 'rl_fixed_window', 'rl_sliding_window',
 					'rl_now', 'rl_sql_edition', 'rl_refund', 'rl_penalize', 'rl_block',
-					'rl_limit_all']))
+					'rl_limit_all', 'rl_settle']))
 	LOOP
 		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
 		IF f::text ~ '^(.*\.)?_rl_' THEN
 			EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', f,
 				'internal to the SQL edition of ratelimit: its comment in sql-edition/ says what it does');
 		END IF;
-		IF f::text !~ '^(.*\.)?(_rl_\w*|rl_reset|rl_define|rl_undefine|rl_refund|rl_penalize|rl_block)\(' THEN
+		IF f::text !~ '^(.*\.)?(_rl_\w*|rl_reset|rl_define|rl_undefine|rl_refund|rl_penalize|rl_block|rl_settle)\(' THEN
 			EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', f);
 		END IF;
 	END LOOP;

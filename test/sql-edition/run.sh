@@ -301,6 +301,21 @@ for suite in $REGRESS; do
 		fail "regression suite $suite against the SQL edition"
 done
 
+# sql/settle.sql's statements on the table store (not those of the memory
+# store, the allow lists or rl_grant_sets, which the SQL edition has not),
+# run on both editions, each error and answer compared line for line.
+rl_log "sql/settle.sql on the table store, both editions compared"
+perl -ne 'BEGIN { $s = "" } $s .= $_; $q ^= 1 for /\$\$/g;
+	if (!$q && /;\s*$/) { print $s unless $s =~ /_m\x27|\x27memory\x27|settle_al_|rl_grant_sets/; $s = "" }' \
+	"$RL_REPO/sql/settle.sql" >"$reg/settle_table.sql"
+grep -q 'rl_settle' "$reg/settle_table.sql" || fail "no statement of sql/settle.sql kept"
+chmod a+r "$reg/settle_table.sql"
+settle_c=$("$RL_BIN/psql" -X -a -q -v SHOW_CONTEXT=never -d sqled_c -f "$reg/settle_table.sql" 2>&1)
+settle_sql=$(PGOPTIONS="-c search_path=limits" plain_psql -a -v SHOW_CONTEXT=never -v ON_ERROR_STOP=0 \
+	-U rl_app -d sqled -f "$reg/settle_table.sql" 2>&1)
+diff -u <(echo "$settle_c") <(echo "$settle_sql") ||
+	fail "sql/settle.sql on the table store: the editions differ"
+
 # Permits under 12 clients while the limit changes between 1 and 3 by
 # every route: a ledger kept outside any transaction (permits/hold.sql)
 # never counts more holders than the limit allows.

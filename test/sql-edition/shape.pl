@@ -35,7 +35,7 @@ my %differs = (
 		'the C edition\'s comment adds that its refusals count in rl_stats, which needs shared memory',
 	map({ ("table rl_definitions|comment on column $_" =>
 		'the column\'s comment tells of a feature the SQL edition does not have yet') }
-		qw(storage time_zone ipv4_prefix ipv6_prefix max_debt)),
+		qw(storage time_zone ipv4_prefix ipv6_prefix)),
 );
 # The time zone of a plan or a key, for a calendar limit, which the SQL
 # edition does not have yet: the column time_zone of rl_plans and
@@ -61,7 +61,6 @@ my %sql_only = (
 # edition lacks.  "internal" ones are not in docs/managed.md's table.
 my %lacks = (
 	(map { $_ => 'allow and deny lists' } qw(rl_allow rl_deny rl_unlist rl_access)),
-	rl_settle => 'costs known after the call',
 	(map { $_ => 'internal: the memory store, in shared memory' }
 		qw(rl_gc_memory rl_memory_forget)),
 	(map { $_ => 'internal: statistics, in shared memory (the views rl_stats, rl_refused)' }
