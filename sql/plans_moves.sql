@@ -102,5 +102,17 @@ SELECT n, rl_assign(n, 'twice', 'two_hourly') FROM unnest(ARRAY['pm', 'pm_m']) n
 SELECT n, round(value::numeric, 2) AS value FROM unnest(ARRAY['pm', 'pm_m']) n,
 	rl_value(n, 'twice');
 
+-- a limit redefined in the other store starts its keys afresh, and
+-- rl_memory_forget drops every memory key: the records of their moves go
+-- with them, so no payment comes back to a fresh key
+SELECT name, count(*) AS records FROM rl_moves WHERE name IN ('pm', 'pm_m')
+GROUP BY name ORDER BY name;
+SELECT rl_define('pm', 'fixed window', 100, '1 day', start => '2026-01-01 00:00:00+00',
+	storage => 'memory');
+SELECT name, count(*) AS records FROM rl_moves WHERE name IN ('pm', 'pm_m')
+GROUP BY name ORDER BY name;
+SELECT rl_memory_forget(false) >= 0 AS forgot;
+SELECT count(*) AS records FROM rl_moves WHERE name IN ('pm', 'pm_m');
+
 SELECT rl_undefine('pm'), rl_undefine('pm_m');
 RESET ratelimit.now_override;

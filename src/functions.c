@@ -786,6 +786,8 @@ rl_define(PG_FUNCTION_ARGS)
 	Datum		values[RL_DEFINITION_NATTS];
 	bool		nulls[RL_DEFINITION_NATTS];
 	RlPolicy	policy;
+	RlPolicy	old;
+	bool		moved_store;
 
 	/* rl_define of 1.0 to 1.2 has no storage, time_zone, shadow or block_for */
 	for (int i = 0; i < RL_DEFINITION_NATTS; i++)
@@ -806,7 +808,12 @@ rl_define(PG_FUNCTION_ARGS)
 	rl_store_of(&policy)->check_use(false);
 
 	rl_storage_begin_writing(cache->nspid, "rl_define()");
+	moved_store = rl_definition_lookup(name, &old) &&
+		!RL_KIND_IS_CONCURRENCY(old.kind) && old.store != policy.store;
 	put_definition(name, values, nulls);
+	/* its keys start afresh in the other store: nothing owed from moves */
+	if (moved_store)
+		rl_storage_forget_name_moves(name);
 	rl_storage_end();
 	PG_RETURN_VOID();
 }
@@ -1011,6 +1018,9 @@ rl_memory_forget(PG_FUNCTION_ARGS)
 	rl_storage_begin(cache->nspid);
 	removed = rl_memory_drop_entries(rl_storage_definitions_relid(),
 									 PG_GETARG_BOOL(0));
+	/* the memory limits' keys start afresh: nothing owed from moves */
+	if (!PG_GETARG_BOOL(0) && !XactReadOnly)
+		rl_storage_forget_memory_moves();
 	rl_storage_end();
 	PG_RETURN_INT64((int64) removed);
 }

@@ -136,6 +136,8 @@ typedef struct RlMove
 extern bool rl_storage_get_move(text *name, text *key, RlMove *move);
 extern void rl_storage_put_move(text *name, text *key, const RlMove *move);
 extern void rl_storage_forget_move(text *name, text *key);
+extern void rl_storage_forget_name_moves(text *name);
+extern void rl_storage_forget_memory_moves(void);
 extern uint64 rl_storage_move_gc(TimestampTz now, uint64 max_rows);
 extern Oid	rl_storage_access_relid(void);
 extern int	rl_storage_get_access(text *name, text *address,

@@ -367,6 +367,14 @@ rl_storage_put_move(text *name, text *key, const RlMove *move)
 				  10, types, args, nulls, false, SPI_OK_INSERT);
 }
 
+/* Whether this schema has rl_moves (not a database still at 1.2). */
+static bool
+has_moves(void)
+{
+	return OidIsValid(get_relname_relid("rl_moves",
+										get_rel_namespace(rl_storage_overrides_relid())));
+}
+
 /*
  * Forget the record of (name, key)'s last move (rl_reset: a fresh key owes
  * nothing for refills it had before).  Nothing where the schema has no
@@ -377,12 +385,40 @@ rl_storage_forget_move(text *name, text *key)
 {
 	Datum		args[2] = {PointerGetDatum(name), PointerGetDatum(key)};
 
-	if (!OidIsValid(get_relname_relid("rl_moves",
-									  get_rel_namespace(rl_storage_overrides_relid()))))
+	if (!has_moves())
 		return;
 	run_overrides("DELETE FROM ONLY %s.rl_moves WHERE name" EQ "$1"
 				  " AND key" EQ "$2",
 				  2, NULL, args, NULL, false, SPI_OK_DELETE);
+}
+
+/*
+ * Forget the records of the moves of a name's keys (its limit now keeps
+ * its state in another store: its keys start afresh).
+ */
+void
+rl_storage_forget_name_moves(text *name)
+{
+	Datum		args[1] = {PointerGetDatum(name)};
+
+	if (!has_moves())
+		return;
+	run_overrides("DELETE FROM ONLY %s.rl_moves WHERE name" EQ "$1",
+				  1, NULL, args, NULL, false, SPI_OK_DELETE);
+}
+
+/*
+ * Forget the records of the moves of every memory limit's keys
+ * (rl_memory_forget dropped their state).
+ */
+void
+rl_storage_forget_memory_moves(void)
+{
+	if (!has_moves())
+		return;
+	run_overrides("DELETE FROM ONLY %s.rl_moves m USING ONLY %s.rl_definitions d"
+				  " WHERE d.name" EQ "m.name AND d.storage" EQ "'memory'",
+				  0, NULL, NULL, NULL, false, SPI_OK_DELETE);
 }
 
 /*
@@ -395,8 +431,7 @@ rl_storage_move_gc(TimestampTz now, uint64 max_rows)
 	Oid			types[2] = {TIMESTAMPTZOID, INT8OID};
 	Datum		args[2] = {TimestampTzGetDatum(now), Int64GetDatum((int64) max_rows)};
 
-	if (!OidIsValid(get_relname_relid("rl_moves",
-									  get_rel_namespace(rl_storage_overrides_relid()))))
+	if (!has_moves())
 		return 0;
 	return run_overrides("DELETE FROM ONLY %s.rl_moves WHERE (name, key) IN ("
 						 "SELECT name, key FROM ONLY %s.rl_moves"
