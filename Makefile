@@ -102,7 +102,7 @@ include $(PGXS)
 PRELOAD_REGRESS = trigger stats memory memory_prepared memory_commit_window \
 	policies calendar wait overrides override_state sliding memory_retry \
 	public_bounds canonical memory_quota reset result refused inet_keys \
-	settle partial inet_forms plans plans_zones memory_caches
+	settle partial inet_forms plans plans_zones plans_moves memory_caches
 PRELOAD_ISOLATION = stats_waits memory_last_token memory_lowered \
 	memory_gc_undefined memory_drop_extension policies_mixed_recheck \
 	policies_block_race overrides wait_race redefine_store_wait access_lists \
