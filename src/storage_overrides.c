@@ -205,7 +205,10 @@ rl_storage_delete_override(text *name, text *key)
 						 2, NULL, args, NULL, false, SPI_OK_DELETE) > 0;
 }
 
-/* Delete every override, assignment and plan of a name (rl_undefine). */
+/*
+ * Delete every override, assignment and plan of a name, and the records of
+ * its keys' moves (rl_undefine).
+ */
 void
 rl_storage_delete_name_overrides(text *name)
 {
@@ -216,8 +219,7 @@ rl_storage_delete_name_overrides(text *name)
 				  1, NULL, args, NULL, false, SPI_OK_DELETE);
 	run_overrides("DELETE FROM ONLY %s.rl_plans WHERE name" EQ "$1",
 				  1, NULL, args, NULL, false, SPI_OK_DELETE);
-	run_overrides("DELETE FROM ONLY %s.rl_moves WHERE name" EQ "$1",
-				  1, NULL, args, NULL, false, SPI_OK_DELETE);
+	rl_storage_forget_name_moves(name);
 }
 
 /*
